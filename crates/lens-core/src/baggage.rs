@@ -1,0 +1,1 @@
+//! Baggage (stub, being written).

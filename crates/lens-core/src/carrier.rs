@@ -1,0 +1,1 @@
+//! Carriers (stub, being written).
