@@ -1,1 +1,370 @@
-fn main(){}
+//! `cargo xtask`: the lens project's build tasks.
+//!
+//! * `cargo xtask test`: formatting, clippy, the workspace tests, then every optional
+//!   (feature-gated) suite whose requirements are present on this machine.
+//! * `cargo xtask bench [GROUP]`: the criterion benchmark suites.
+//!
+//! Only std: every task shells out to `cargo`.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+const USAGE: &str = "\
+usage: cargo xtask <COMMAND> [OPTIONS]
+
+commands:
+  test     run the project's checks: fmt, clippy, workspace tests, optional suites
+  bench    run criterion benchmark suites
+  help     print this text
+
+`cargo xtask <COMMAND> --help` describes a command.";
+
+const TEST_HELP: &str = "\
+usage: cargo xtask test
+
+Runs, in order, stopping at the first failure (non-zero exit):
+  1. cargo fmt --all -- --check
+  2. cargo clippy --workspace --all-targets -- -D warnings
+  3. cargo test --workspace
+  4. the optional suites (feature-gated crates, interop tests). A suite whose requirement is
+     missing on this machine is skipped with a note naming what to install; skips do not
+     change the exit status.";
+
+const BENCH_HELP: &str = "\
+usage: cargo xtask bench [GROUP] [-- BENCH-ARGS...]
+
+GROUP is one of core, http, grpc, nccl, dist, all (default: all).
+Runs `cargo bench -p <crate> --bench <name>` for each suite of the group; arguments after `--`
+go to the benchmark binaries (e.g. `cargo xtask bench core -- --quick`).
+Criterion writes its results under <target-dir>/criterion/.";
+
+/// Exit status for usage errors.
+const USAGE_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((command, rest)) = args.split_first() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(USAGE_ERROR);
+    };
+    let result = match command.as_str() {
+        "test" => test(rest),
+        "bench" => bench(rest),
+        "help" | "-h" | "--help" => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        other => Err(Failure::Usage(format!("unknown command `{other}`"), USAGE)),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(message, usage)) => {
+            eprintln!("error: {message}\n\n{usage}");
+            ExitCode::from(USAGE_ERROR)
+        }
+        Err(Failure::Step(message)) => {
+            eprintln!("\nerror: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+enum Failure {
+    /// Bad command line: the message, then the usage text to show; exit 2.
+    Usage(String, &'static str),
+    /// A task failed: exit 1.
+    Step(String),
+}
+
+type Result<T = (), E = Failure> = std::result::Result<T, E>;
+
+// ---------------------------------------------------------------------------------------------
+// cargo xtask test
+
+/// A suite that needs something beyond the Rust toolchain (a Python interpreter, MPI, a GPU).
+///
+/// To add one, append an entry to [`OPTIONAL_STEPS`]; [`requirements`] has the usual checks.
+struct OptionalStep {
+    /// Short name, shown in progress and skip messages.
+    name: &'static str,
+    /// `Ok(())` when the suite can run here; otherwise why not (e.g. "`mpirun` is not on PATH").
+    requires: fn() -> Result<(), String>,
+    /// What to install to run it, e.g. "libopenmpi-dev openmpi-bin".
+    install: &'static str,
+    /// The command that runs the suite.
+    command: fn() -> Command,
+}
+
+/// Optional suites, run after the workspace tests in this order. None exist yet. Examples:
+///
+/// ```text
+/// OptionalStep {
+///     name: "python interop",
+///     requires: || requirements::python_at_least(3, 12).map(|_| ()),
+///     install: "python3 (>= 3.12) python3-venv",
+///     command: || cargo(&["test", "-p", "lens-core", "--features", "interop", "--test", "python"]),
+/// },
+/// OptionalStep {
+///     name: "lens-dist (MPI)",
+///     requires: || requirements::on_path("mpirun"),
+///     install: "libopenmpi-dev openmpi-bin",
+///     command: || cargo(&["test", "-p", "lens-dist", "--features", "mpi"]),
+/// },
+/// ```
+const OPTIONAL_STEPS: &[OptionalStep] = &[];
+
+fn test(args: &[String]) -> Result {
+    if let Some(arg) = args.first() {
+        if is_help(arg) {
+            println!("{TEST_HELP}");
+            return Ok(());
+        }
+        return Err(Failure::Usage(
+            format!("`test` takes no arguments (got `{arg}`)"),
+            TEST_HELP,
+        ));
+    }
+    run("fmt", cargo(&["fmt", "--all", "--", "--check"]))?;
+    run(
+        "clippy",
+        cargo(&[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
+    run("test", cargo(&["test", "--workspace"]))?;
+
+    let mut skipped = 0;
+    for step in OPTIONAL_STEPS {
+        match (step.requires)() {
+            Ok(()) => run(step.name, (step.command)())?,
+            Err(why) => {
+                println!(
+                    "skipped {}: {why}; install {} to run it",
+                    step.name, step.install
+                );
+                skipped += 1;
+            }
+        }
+    }
+    let ran = OPTIONAL_STEPS.len() - skipped;
+    println!("\nxtask test: all checks passed ({ran} optional suites run, {skipped} skipped)");
+    Ok(())
+}
+
+/// Checks for [`OptionalStep::requires`].
+#[allow(dead_code)] // used by the optional suites of later crates; see OPTIONAL_STEPS
+mod requirements {
+    use std::path::PathBuf;
+    use std::process::Command;
+
+    /// `Ok(path)` when `program` is an executable file in a `PATH` directory.
+    pub(crate) fn find_on_path(program: &str) -> Result<PathBuf, String> {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(program))
+            .find(|candidate| is_executable(candidate))
+            .ok_or_else(|| format!("`{program}` is not on PATH"))
+    }
+
+    /// `Ok(())` when `program` is on `PATH`.
+    pub(crate) fn on_path(program: &str) -> Result<(), String> {
+        find_on_path(program).map(|_| ())
+    }
+
+    /// The first of `python3.N` (N from 14 down), `python3`, `python` on `PATH` that reports a
+    /// version of at least `major.minor`.
+    pub(crate) fn python_at_least(major: u32, minor: u32) -> Result<PathBuf, String> {
+        let mut names: Vec<String> = (minor..=14).rev().map(|m| format!("python3.{m}")).collect();
+        names.push("python3".into());
+        names.push("python".into());
+        for name in &names {
+            let Ok(path) = find_on_path(name) else {
+                continue;
+            };
+            let Ok(out) = Command::new(&path)
+                .args(["-c", "import sys; print(*sys.version_info[:2])"])
+                .output()
+            else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&out.stdout);
+            let mut parts = text.split_whitespace().map(str::parse::<u32>);
+            if let (Some(Ok(found_major)), Some(Ok(found_minor))) = (parts.next(), parts.next())
+                && out.status.success()
+                && (found_major, found_minor) >= (major, minor)
+            {
+                return Ok(path);
+            }
+        }
+        Err(format!("no Python >= {major}.{minor} on PATH"))
+    }
+
+    #[cfg(unix)]
+    fn is_executable(path: &std::path::Path) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        path.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+
+    #[cfg(not(unix))]
+    fn is_executable(path: &std::path::Path) -> bool {
+        path.is_file() || path.with_extension("exe").is_file()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// cargo xtask bench
+
+/// One criterion benchmark target: `cargo bench -p <package> --bench <bench>`.
+struct BenchSuite {
+    package: &'static str,
+    bench: &'static str,
+}
+
+/// Benchmark groups, in the order `all` runs them. A group with no suites yet is still listed
+/// so that `cargo xtask bench http` says so plainly.
+const BENCH_GROUPS: &[(&str, &[BenchSuite])] = &[
+    (
+        "core",
+        &[BenchSuite {
+            package: "lens-core",
+            bench: "propagation",
+        }],
+    ),
+    ("http", &[]),
+    ("grpc", &[]),
+    ("nccl", &[]),
+    ("dist", &[]),
+];
+
+fn bench(args: &[String]) -> Result {
+    let (ours, forwarded) = match args.iter().position(|a| a == "--") {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => (args, &[][..]),
+    };
+    if ours.iter().any(|a| is_help(a)) {
+        println!("{BENCH_HELP}");
+        return Ok(());
+    }
+    let group = match ours {
+        [] => "all",
+        [one] => one.as_str(),
+        [_, extra, ..] => {
+            return Err(Failure::Usage(
+                format!("`bench` takes one group (unexpected `{extra}`)"),
+                BENCH_HELP,
+            ));
+        }
+    };
+    let suites: Vec<&BenchSuite> = if group == "all" {
+        BENCH_GROUPS.iter().flat_map(|(_, s)| s.iter()).collect()
+    } else {
+        match BENCH_GROUPS.iter().find(|(name, _)| *name == group) {
+            Some((_, suites)) => suites.iter().collect(),
+            None => {
+                let names: Vec<&str> = BENCH_GROUPS.iter().map(|(n, _)| *n).collect();
+                return Err(Failure::Usage(
+                    format!(
+                        "unknown bench group `{group}` (expected one of {}, all)",
+                        names.join(", ")
+                    ),
+                    BENCH_HELP,
+                ));
+            }
+        }
+    };
+    if suites.is_empty() {
+        return Err(Failure::Step(format!(
+            "no benchmark suites exist yet for group `{group}`"
+        )));
+    }
+    for suite in suites {
+        let mut command = cargo(&["bench", "-p", suite.package, "--bench", suite.bench]);
+        if !forwarded.is_empty() {
+            command.arg("--").args(forwarded);
+        }
+        run(&format!("bench {}/{}", suite.package, suite.bench), command)?;
+    }
+    let criterion = target_dir().join("criterion");
+    let report = criterion.join("report").join("index.html");
+    if report.is_file() {
+        println!("\ncriterion report: {}", report.display());
+    } else {
+        println!(
+            "\ncriterion results: {} (one folder per benchmark; new/estimates.json holds the numbers)",
+            criterion.display()
+        );
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+fn is_help(arg: &str) -> bool {
+    matches!(arg, "-h" | "--help" | "help")
+}
+
+/// The workspace root (the folder above `xtask/`).
+fn workspace_root() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+}
+
+/// The cargo target directory: `CARGO_TARGET_DIR` if set, else `<workspace>/target`.
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => workspace_root().join(dir),
+        _ => workspace_root().join("target"),
+    }
+}
+
+/// A `cargo` command with `args`, run from the workspace root. Uses the cargo that started
+/// xtask (`$CARGO`) when there is one.
+fn cargo(args: &[&str]) -> Command {
+    let program = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let mut command = Command::new(program);
+    command.args(args).current_dir(workspace_root());
+    command
+}
+
+/// Runs `command`, echoing it first; a spawn failure or non-zero exit fails step `name`.
+fn run(name: &str, mut command: Command) -> Result {
+    let shown = show(&command);
+    println!("\n==> [{name}] {shown}");
+    let status = command
+        .status()
+        .map_err(|e| Failure::Step(format!("step `{name}` could not start `{shown}`: {e}")))?;
+    if status.success() {
+        Ok(())
+    } else {
+        let code = status.code().map_or_else(
+            || "killed by a signal".to_string(),
+            |c| format!("exit status {c}"),
+        );
+        Err(Failure::Step(format!(
+            "step `{name}` failed ({code}): {shown}"
+        )))
+    }
+}
+
+/// `command` as a shell-like line, with the program shown by its file name.
+fn show(command: &Command) -> String {
+    let program = Path::new(command.get_program())
+        .file_name()
+        .map_or_else(
+            || command.get_program().to_string_lossy(),
+            |n| n.to_string_lossy(),
+        )
+        .into_owned();
+    std::iter::once(program)
+        .chain(command.get_args().map(|a| a.to_string_lossy().into_owned()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
