@@ -1,1 +1,0 @@
-//! Carriers (stub, being written).

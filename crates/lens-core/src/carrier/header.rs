@@ -1,0 +1,102 @@
+//! `http::HeaderMap` as a carrier (SPEC.md §4).
+
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+use opentelemetry::propagation::{Extractor, Injector};
+
+/// `http::HeaderMap`: names case-insensitive, all lines of a name read.
+///
+/// Reading (`HeaderCarrier(&headers)` or `HeaderCarrier(&mut headers)`) sees only lines that are
+/// visible ASCII; writing (`HeaderCarrier(&mut headers)`) replaces every line of the name, and
+/// silently drops a key that is not a valid header name or a value that is not a valid header
+/// value.
+///
+/// ```
+/// use http::{HeaderMap, HeaderValue};
+/// use lens_core::carrier::HeaderCarrier;
+/// use opentelemetry::propagation::{Extractor, Injector};
+///
+/// let mut headers = HeaderMap::new();
+/// headers.append("Baggage", HeaderValue::from_static("a=1"));
+/// headers.append("baggage", HeaderValue::from_static("b=2"));
+///
+/// let carrier = HeaderCarrier(&headers);
+/// assert_eq!(carrier.get("BAGGAGE"), Some("a=1"));
+/// assert_eq!(carrier.get_all("baggage"), Some(vec!["a=1", "b=2"]));
+///
+/// HeaderCarrier(&mut headers).set("baggage", "c=3".to_owned());
+/// assert_eq!(headers.get_all("baggage").iter().count(), 1);
+/// ```
+#[derive(Debug)]
+pub struct HeaderCarrier<M>(pub M);
+
+fn first_line<'a>(headers: &'a HeaderMap, key: &str) -> Option<&'a str> {
+    headers
+        .get_all(key)
+        .iter()
+        .find_map(|value| value.to_str().ok())
+}
+
+fn all_lines<'a>(headers: &'a HeaderMap, key: &str) -> Option<Vec<&'a str>> {
+    let lines: Vec<&str> = headers
+        .get_all(key)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .collect();
+    if lines.is_empty() { None } else { Some(lines) }
+}
+
+fn names(headers: &HeaderMap) -> Vec<&str> {
+    headers.keys().map(HeaderName::as_str).collect()
+}
+
+impl Extractor for HeaderCarrier<&HeaderMap> {
+    /// The first line of the name that is visible ASCII.
+    fn get(&self, key: &str) -> Option<&str> {
+        first_line(self.0, key)
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        names(self.0)
+    }
+
+    /// Every line of the name that is visible ASCII; `None` if there is none.
+    fn get_all(&self, key: &str) -> Option<Vec<&str>> {
+        all_lines(self.0, key)
+    }
+}
+
+impl Extractor for HeaderCarrier<&mut HeaderMap> {
+    /// The first line of the name that is visible ASCII.
+    fn get(&self, key: &str) -> Option<&str> {
+        first_line(self.0, key)
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        names(self.0)
+    }
+
+    /// Every line of the name that is visible ASCII; `None` if there is none.
+    fn get_all(&self, key: &str) -> Option<Vec<&str>> {
+        all_lines(self.0, key)
+    }
+}
+
+impl Injector for HeaderCarrier<&mut HeaderMap> {
+    /// Replaces every line of the name. An invalid name or value is dropped, never a panic.
+    fn set(&mut self, key: &str, value: String) {
+        let Ok(name) = HeaderName::from_bytes(key.as_bytes()) else {
+            return;
+        };
+        // Reuses the String's buffer.
+        let Ok(value) = HeaderValue::try_from(value) else {
+            return;
+        };
+        // Fails only when the map is at its maximum size: drop the value rather than panic.
+        let _ = self.0.try_insert(name, value);
+    }
+
+    fn reserve(&mut self, additional: usize) {
+        // A hint only: never abort on an absurd one.
+        let _ = self.0.try_reserve(additional);
+    }
+}

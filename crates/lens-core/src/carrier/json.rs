@@ -1,0 +1,552 @@
+//! JSON encoding (Python `json.dumps`, SPEC.md §6) and strict, bounded decoding (SPEC.md §4, §8)
+//! of the carrier.
+
+use super::CarrierError;
+use crate::Limits;
+use std::collections::HashMap;
+
+// ---------------------------------------------------------------------------------------------
+// Encoding
+// ---------------------------------------------------------------------------------------------
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Appends `{"k": "v", "k2": ["a", "b"]}` exactly as Python's `json.dumps` (ensure_ascii) would.
+pub(super) fn write_carrier(entries: &[(String, Vec<String>)], out: &mut Vec<u8>) {
+    // Exact when nothing needs escaping; escapes only grow the Vec further.
+    let mut estimate = 2;
+    for (k, lines) in entries {
+        estimate += k.len() + 6;
+        for line in lines {
+            estimate += line.len() + 4;
+        }
+    }
+    out.reserve(estimate);
+
+    out.push(b'{');
+    let mut first = true;
+    for (key, lines) in entries {
+        if lines.is_empty() {
+            continue;
+        }
+        if !first {
+            out.extend_from_slice(b", ");
+        }
+        first = false;
+        write_string(key, out);
+        out.extend_from_slice(b": ");
+        if let [line] = lines.as_slice() {
+            write_string(line, out);
+        } else {
+            out.push(b'[');
+            for (i, line) in lines.iter().enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(b", ");
+                }
+                write_string(line, out);
+            }
+            out.push(b']');
+        }
+    }
+    out.push(b'}');
+}
+
+fn write_u_escape(unit: u32, out: &mut Vec<u8>) {
+    out.extend_from_slice(&[
+        b'\\',
+        b'u',
+        HEX[((unit >> 12) & 0xf) as usize],
+        HEX[((unit >> 8) & 0xf) as usize],
+        HEX[((unit >> 4) & 0xf) as usize],
+        HEX[(unit & 0xf) as usize],
+    ]);
+}
+
+/// Appends `s` as a JSON string, escaped as Python's `json.dumps` does with `ensure_ascii=True`.
+fn write_string(s: &str, out: &mut Vec<u8>) {
+    let bytes = s.as_bytes();
+    out.push(b'"');
+    let mut run_start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
+            i += 1;
+            continue;
+        }
+        out.extend_from_slice(&bytes[run_start..i]);
+        if b < 0x80 {
+            match b {
+                b'"' => out.extend_from_slice(b"\\\""),
+                b'\\' => out.extend_from_slice(b"\\\\"),
+                b'\n' => out.extend_from_slice(b"\\n"),
+                b'\r' => out.extend_from_slice(b"\\r"),
+                b'\t' => out.extend_from_slice(b"\\t"),
+                0x08 => out.extend_from_slice(b"\\b"),
+                0x0c => out.extend_from_slice(b"\\f"),
+                _ => write_u_escape(u32::from(b), out),
+            }
+            i += 1;
+        } else {
+            // `i` is at the lead byte of a character: `s` is valid UTF-8 and every byte before
+            // it in this loop was ASCII or a whole character.
+            let Some(c) = s.get(i..).and_then(|rest| rest.chars().next()) else {
+                // Unreachable for a valid `str`; stop rather than loop.
+                break;
+            };
+            let cp = u32::from(c);
+            if cp > 0xffff {
+                let v = cp - 0x1_0000;
+                write_u_escape(0xd800 | (v >> 10), out);
+                write_u_escape(0xdc00 | (v & 0x3ff), out);
+            } else {
+                write_u_escape(cp, out);
+            }
+            i += c.len_utf8();
+        }
+        run_start = i;
+    }
+    out.extend_from_slice(&bytes[run_start.min(bytes.len())..]);
+    out.push(b'"');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding
+// ---------------------------------------------------------------------------------------------
+
+/// From this many keys on, duplicates are found through a hash index instead of a linear scan,
+/// so that work stays linear in the input.
+const INDEX_FROM: usize = 16;
+
+/// Parses a JSON carrier: see [`super::Carrier::from_json_bytes_with_limits`].
+pub(super) fn parse_carrier(
+    bytes: &[u8],
+    limits: &Limits,
+) -> Result<Vec<(String, Vec<String>)>, CarrierError> {
+    if bytes.len() > limits.carrier_bytes {
+        return Err(CarrierError::TooLarge {
+            len: bytes.len(),
+            limit: limits.carrier_bytes,
+        });
+    }
+    // Python's deserialize_context decodes strictly as UTF-8 before `json.loads`: invalid UTF-8
+    // (overlong forms, encoded surrogates) is rejected first, and a byte-order mark is not JSON.
+    let text = std::str::from_utf8(bytes).map_err(|e| CarrierError::NotUtf8 {
+        offset: e.valid_up_to(),
+    })?;
+    let mut p = Parser {
+        text,
+        b: text.as_bytes(),
+        pos: 0,
+        depth_limit: limits.carrier_depth,
+    };
+    p.skip_ws();
+    let entries = if p.peek() == Some(b'{') {
+        Some(p.top_object()?)
+    } else {
+        if p.b.starts_with("\u{feff}".as_bytes()) {
+            return Err(p.err("byte-order mark (not JSON)"));
+        }
+        p.skip_value(0)?;
+        None
+    };
+    p.skip_ws();
+    if p.pos != p.b.len() {
+        return Err(p.err("trailing characters after the JSON value"));
+    }
+    match entries {
+        Some(entries) => Ok(entries),
+        None => Err(CarrierError::NotAnObject),
+    }
+}
+
+/// The value of one top-level key while parsing.
+enum Slot {
+    /// Lines of a string or an array of strings (possibly none).
+    Lines(Vec<String>),
+    /// A value of another type: the key is ignored, but keeps its position for a later duplicate.
+    Ignored,
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    b: &'a [u8],
+    pos: usize,
+    depth_limit: usize,
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.pos).copied()
+    }
+
+    fn err(&self, reason: &'static str) -> CarrierError {
+        CarrierError::InvalidJson {
+            offset: self.pos,
+            reason,
+        }
+    }
+
+    fn too_deep(&self) -> CarrierError {
+        CarrierError::TooDeep {
+            limit: self.depth_limit,
+        }
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    fn expect(&mut self, byte: u8, reason: &'static str) -> Result<(), CarrierError> {
+        if self.peek() == Some(byte) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.err(reason))
+        }
+    }
+
+    /// Parses the top-level object (level 1), the cursor on its `{`.
+    fn top_object(&mut self) -> Result<Vec<(String, Vec<String>)>, CarrierError> {
+        if self.depth_limit < 1 {
+            return Err(self.too_deep());
+        }
+        self.pos += 1;
+        let mut slots: Vec<(String, Slot)> = Vec::new();
+        let mut index: Option<HashMap<String, usize>> = None;
+        self.skip_ws();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+            return Ok(Vec::new());
+        }
+        loop {
+            self.skip_ws();
+            if self.peek() != Some(b'"') {
+                return Err(self.err("expected a string key"));
+            }
+            let mut key = String::new();
+            self.string(Some(&mut key))?;
+            self.skip_ws();
+            self.expect(b':', "expected ':' after a key")?;
+            self.skip_ws();
+            let slot = self.member_value()?;
+
+            // Python dict semantics: the last value wins, at the key's first position.
+            let existing = match &index {
+                Some(map) => map.get(key.as_str()).copied(),
+                None => slots.iter().position(|(k, _)| *k == key),
+            };
+            match existing {
+                Some(i) => slots[i].1 = slot,
+                None => {
+                    if let Some(map) = &mut index {
+                        map.insert(key.clone(), slots.len());
+                    }
+                    slots.push((key, slot));
+                    if index.is_none() && slots.len() >= INDEX_FROM {
+                        index = Some(
+                            slots
+                                .iter()
+                                .enumerate()
+                                .map(|(i, (k, _))| (k.clone(), i))
+                                .collect(),
+                        );
+                    }
+                }
+            }
+
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => return Err(self.err("expected ',' or '}' in an object")),
+            }
+        }
+        Ok(slots
+            .into_iter()
+            .filter_map(|(k, slot)| match slot {
+                Slot::Lines(lines) if !lines.is_empty() => Some((k, lines)),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// Parses the value of a top-level key (level 2 if it is a container).
+    fn member_value(&mut self) -> Result<Slot, CarrierError> {
+        match self.peek() {
+            Some(b'"') => {
+                let mut s = String::new();
+                self.string(Some(&mut s))?;
+                Ok(Slot::Lines(vec![s]))
+            }
+            Some(b'[') => {
+                if self.depth_limit < 2 {
+                    return Err(self.too_deep());
+                }
+                self.pos += 1;
+                let mut lines = Some(Vec::new());
+                self.skip_ws();
+                if self.peek() == Some(b']') {
+                    self.pos += 1;
+                    return Ok(Slot::Lines(Vec::new()));
+                }
+                loop {
+                    self.skip_ws();
+                    match (&mut lines, self.peek()) {
+                        (Some(list), Some(b'"')) => {
+                            let mut s = String::new();
+                            self.string(Some(&mut s))?;
+                            list.push(s);
+                        }
+                        (None, Some(b'"')) => self.string(None)?,
+                        _ => {
+                            lines = None;
+                            self.skip_value(2)?;
+                        }
+                    }
+                    self.skip_ws();
+                    match self.peek() {
+                        Some(b',') => self.pos += 1,
+                        Some(b']') => {
+                            self.pos += 1;
+                            break;
+                        }
+                        _ => return Err(self.err("expected ',' or ']' in an array")),
+                    }
+                }
+                Ok(lines.map_or(Slot::Ignored, Slot::Lines))
+            }
+            _ => {
+                self.skip_value(1)?;
+                Ok(Slot::Ignored)
+            }
+        }
+    }
+
+    /// Validates one JSON value held in a container at level `outer` (0 for the top level),
+    /// without keeping it. Iterative: nesting is bounded by the depth limit, not the call stack.
+    fn skip_value(&mut self, outer: usize) -> Result<(), CarrierError> {
+        // Open containers below `outer`: `true` for an object, `false` for an array.
+        let mut stack: Vec<bool> = Vec::new();
+        'value: loop {
+            self.skip_ws();
+            match self.peek() {
+                Some(open @ (b'{' | b'[')) => {
+                    if outer + stack.len() + 1 > self.depth_limit {
+                        return Err(self.too_deep());
+                    }
+                    let is_object = open == b'{';
+                    stack.push(is_object);
+                    self.pos += 1;
+                    self.skip_ws();
+                    let close = if is_object { b'}' } else { b']' };
+                    if self.peek() == Some(close) {
+                        self.pos += 1;
+                        stack.pop();
+                    } else {
+                        if is_object {
+                            self.object_key()?;
+                        }
+                        continue 'value;
+                    }
+                }
+                Some(b'"') => self.string(None)?,
+                Some(b'-' | b'0'..=b'9') => self.number()?,
+                Some(b't') => self.literal(b"true")?,
+                Some(b'f') => self.literal(b"false")?,
+                Some(b'n') => self.literal(b"null")?,
+                Some(b'N' | b'I') => return Err(self.err("NaN and Infinity are not JSON")),
+                Some(_) => return Err(self.err("expected a JSON value")),
+                None => return Err(self.err("unexpected end of input")),
+            }
+            // After a complete value: close containers or move on to the next element.
+            loop {
+                let Some(&is_object) = stack.last() else {
+                    return Ok(());
+                };
+                self.skip_ws();
+                match self.peek() {
+                    Some(b',') => {
+                        self.pos += 1;
+                        if is_object {
+                            self.skip_ws();
+                            self.object_key()?;
+                        }
+                        continue 'value;
+                    }
+                    Some(b'}') if is_object => {
+                        self.pos += 1;
+                        stack.pop();
+                    }
+                    Some(b']') if !is_object => {
+                        self.pos += 1;
+                        stack.pop();
+                    }
+                    _ if is_object => return Err(self.err("expected ',' or '}' in an object")),
+                    _ => return Err(self.err("expected ',' or ']' in an array")),
+                }
+            }
+        }
+    }
+
+    /// A key and its `:` inside an object being skipped, the cursor on the key.
+    fn object_key(&mut self) -> Result<(), CarrierError> {
+        if self.peek() != Some(b'"') {
+            return Err(self.err("expected a string key"));
+        }
+        self.string(None)?;
+        self.skip_ws();
+        self.expect(b':', "expected ':' after a key")
+    }
+
+    fn literal(&mut self, word: &'static [u8]) -> Result<(), CarrierError> {
+        if self.b.get(self.pos..self.pos + word.len()) == Some(word) {
+            self.pos += word.len();
+            Ok(())
+        } else {
+            Err(self.err("invalid literal"))
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.pos;
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.pos += 1;
+        }
+        self.pos - start
+    }
+
+    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
+    fn number(&mut self) -> Result<(), CarrierError> {
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+        }
+        match self.peek() {
+            Some(b'0') => {
+                self.pos += 1;
+                if let Some(b'0'..=b'9') = self.peek() {
+                    return Err(self.err("leading zero in a number"));
+                }
+            }
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            Some(b'I') => return Err(self.err("NaN and Infinity are not JSON")),
+            _ => return Err(self.err("expected a digit")),
+        }
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            if self.digits() == 0 {
+                return Err(self.err("expected a digit after '.'"));
+            }
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            if self.digits() == 0 {
+                return Err(self.err("expected a digit in the exponent"));
+            }
+        }
+        Ok(())
+    }
+
+    fn hex4(&mut self) -> Result<u32, CarrierError> {
+        let mut v = 0u32;
+        for _ in 0..4 {
+            let d = match self.peek() {
+                Some(c @ b'0'..=b'9') => c - b'0',
+                Some(c @ b'a'..=b'f') => c - b'a' + 10,
+                Some(c @ b'A'..=b'F') => c - b'A' + 10,
+                _ => return Err(self.err("invalid \\u escape")),
+            };
+            v = (v << 4) | u32::from(d);
+            self.pos += 1;
+        }
+        Ok(v)
+    }
+
+    /// A string, the cursor on its opening quote; decoded into `out` when given.
+    fn string(&mut self, mut out: Option<&mut String>) -> Result<(), CarrierError> {
+        self.pos += 1;
+        loop {
+            let run_start = self.pos;
+            while let Some(c) = self.peek() {
+                if c == b'"' || c == b'\\' || c < 0x20 {
+                    break;
+                }
+                self.pos += 1;
+            }
+            if let Some(s) = out.as_deref_mut() {
+                // Cut at ASCII bytes only, so always on character boundaries.
+                s.push_str(self.text.get(run_start..self.pos).unwrap_or_default());
+            }
+            match self.peek() {
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                Some(b'\\') => {
+                    let escape_at = self.pos;
+                    self.pos += 1;
+                    let c = match self.peek() {
+                        Some(b'"') => '"',
+                        Some(b'\\') => '\\',
+                        Some(b'/') => '/',
+                        Some(b'b') => '\u{8}',
+                        Some(b'f') => '\u{c}',
+                        Some(b'n') => '\n',
+                        Some(b'r') => '\r',
+                        Some(b't') => '\t',
+                        Some(b'u') => {
+                            self.pos += 1;
+                            let unit = self.hex4()?;
+                            let cp = match unit {
+                                0xd800..=0xdbff => {
+                                    if self.b.get(self.pos..self.pos + 2) != Some(b"\\u") {
+                                        return Err(self.lone_surrogate(escape_at));
+                                    }
+                                    self.pos += 2;
+                                    let low = self.hex4()?;
+                                    if !(0xdc00..=0xdfff).contains(&low) {
+                                        return Err(self.lone_surrogate(escape_at));
+                                    }
+                                    0x1_0000 + ((unit - 0xd800) << 10) + (low - 0xdc00)
+                                }
+                                0xdc00..=0xdfff => return Err(self.lone_surrogate(escape_at)),
+                                _ => unit,
+                            };
+                            let Some(c) = char::from_u32(cp) else {
+                                return Err(self.lone_surrogate(escape_at));
+                            };
+                            if let Some(s) = out.as_deref_mut() {
+                                s.push(c);
+                            }
+                            continue;
+                        }
+                        _ => return Err(self.err("invalid escape")),
+                    };
+                    self.pos += 1;
+                    if let Some(s) = out.as_deref_mut() {
+                        s.push(c);
+                    }
+                }
+                Some(_) => return Err(self.err("control character in a string")),
+                None => return Err(self.err("unterminated string")),
+            }
+        }
+    }
+
+    fn lone_surrogate(&self, at: usize) -> CarrierError {
+        CarrierError::InvalidJson {
+            offset: at,
+            reason: "lone surrogate escape",
+        }
+    }
+}
