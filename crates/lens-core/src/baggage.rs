@@ -1,1 +1,756 @@
-//! Baggage (stub, being written).
+//! W3C Baggage codec: parsing incoming `baggage` header lines and building the header lens sends
+//! (SPEC.md §3, §8 and the baggage rows of §9).
+//!
+//! [`BaggageList`] keeps the members in order together with the exact `baggage` header value lens
+//! would send for them, updated on every change, so injecting costs nothing but a copy.
+//!
+//! ```
+//! use lens_core::Limits;
+//! use lens_core::baggage::BaggageList;
+//!
+//! let limits = Limits::default();
+//! let mut list = BaggageList::parse(["user=alice, job=a%20b;p1 ; p2 = x"], &limits, false);
+//! assert_eq!(list.get("job").map(|e| e.value()), Some("a b"));
+//! assert_eq!(list.header(), "user=alice,job=a%20b;p1;p2=x");
+//!
+//! list.set("rank", "3", "", &limits)?;
+//! list.remove("user");
+//! assert_eq!(list.header(), "job=a%20b;p1;p2=x,rank=3");
+//! # Ok::<(), lens_core::baggage::BaggageError>(())
+//! ```
+//!
+//! Cost: parsing examines every byte at most a small constant number of times, stops at the first
+//! member that would break a limit, and allocates nothing in proportion to the input beyond the
+//! limits (a member is decoded only once it is known that its encoded form could fit).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use crate::Limits;
+
+/// One baggage member: a key, its percent-decoded value and its properties (metadata).
+///
+/// ```
+/// use lens_core::Limits;
+/// use lens_core::baggage::BaggageList;
+///
+/// let list = BaggageList::parse(["k=a%2Bb;ttl=3"], &Limits::default(), false);
+/// let entry = &list.entries()[0];
+/// assert_eq!((entry.key(), entry.value(), entry.properties()), ("k", "a+b", "ttl=3"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BaggageEntry {
+    key: String,
+    value: String,
+    properties: String,
+}
+
+impl BaggageEntry {
+    /// The key, exactly as received or set (an HTTP token, never percent-decoded).
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The value, percent-decoded.
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+
+    /// The properties (metadata): the `;`-separated properties after the value, without the
+    /// leading `;`, each trimmed of spaces and tabs (also around its `=`), joined by `;`
+    /// (for example `p1=x;p2`); `""` when there are none. Sent on as they are.
+    pub fn properties(&self) -> &str {
+        &self.properties
+    }
+
+    /// Bytes this member takes in the header lens sends.
+    fn encoded_len(&self) -> usize {
+        member_len(&self.key, encoded_len(&self.value), self.properties.len())
+    }
+
+    /// Appends this member, as lens sends it, to `out`.
+    fn write(&self, out: &mut String) {
+        out.push_str(&self.key);
+        out.push('=');
+        encode_value(&self.value, out);
+        if !self.properties.is_empty() {
+            out.push(';');
+            out.push_str(&self.properties);
+        }
+    }
+}
+
+/// Ordered baggage together with the `baggage` header lens would send for it, kept up to date.
+///
+/// Members keep the order in which they were received or set; a repeated key keeps its first
+/// position and takes the last value. The list never holds more than the [`Limits`] it was built
+/// or changed with allow (SPEC.md §3, §8).
+///
+/// ```
+/// use lens_core::Limits;
+/// use lens_core::baggage::BaggageList;
+///
+/// let limits = Limits::default();
+/// let list = BaggageList::parse(["a=1, b=x y", "a=2,c=%C3%A9"], &limits, false);
+/// // `b` has a raw space inside its value: only that member is dropped.
+/// let pairs: Vec<_> = list.iter().map(|e| (e.key(), e.value())).collect();
+/// assert_eq!(pairs, [("a", "2"), ("c", "é")]);
+/// assert_eq!(list.header(), "a=2,c=%C3%A9");
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BaggageList {
+    entries: Vec<BaggageEntry>,
+    header: String,
+}
+
+/// Why a member was dropped while parsing (for `lens inspect` to explain rejections).
+///
+/// ```
+/// use lens_core::Limits;
+/// use lens_core::baggage::{BaggageIssue, BaggageIssueReason, BaggageList};
+///
+/// let mut issues = Vec::new();
+/// let list = BaggageList::parse_reporting(
+///     ["a b=1, c=2"],
+///     &Limits::default(),
+///     false,
+///     |issue| issues.push(issue),
+/// );
+/// assert_eq!(list.header(), "c=2");
+/// assert_eq!(
+///     issues,
+///     [BaggageIssue { member: "a b=1", reason: BaggageIssueReason::InvalidKey }]
+/// );
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BaggageIssue<'a> {
+    /// The raw member text, spaces and tabs around it removed.
+    pub member: &'a str,
+    /// Why it was dropped.
+    pub reason: BaggageIssueReason,
+}
+
+impl fmt::Display for BaggageIssue<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "baggage member `{}` dropped: {}",
+            self.member, self.reason
+        )
+    }
+}
+
+/// The SPEC.md §3 rule that made the parser drop a member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BaggageIssueReason {
+    /// The key is empty or not an HTTP token.
+    InvalidKey,
+    /// The member has no `=` between key and value.
+    MissingEquals,
+    /// The value holds a raw character outside the baggage value octets.
+    InvalidValueCharacter,
+    /// A property after the value is not `key`, or `key = value`, with a token key.
+    InvalidProperty,
+    /// Keeping the member would exceed the member limit; it and every later member are dropped.
+    TooManyMembers,
+    /// Keeping the member would make the header too long; it and every later member are dropped.
+    TooLarge,
+}
+
+impl fmt::Display for BaggageIssueReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::InvalidKey => {
+                "a baggage key must be an HTTP token (letters, digits and !#$%&'*+-.^_`|~), \
+                 taken literally (SPEC.md §3)"
+            }
+            Self::MissingEquals => {
+                "a baggage member must be `key=value`, and this one has no `=` (SPEC.md §3)"
+            }
+            Self::InvalidValueCharacter => {
+                "a raw space inside the value, `\"`, `,`, `;`, `\\`, a control or a non-ASCII \
+                 character is not allowed in a baggage value, so the member is dropped \
+                 (SPEC.md §3)"
+            }
+            Self::InvalidProperty => {
+                "every baggage property after the value must be `key` or `key=value` with a \
+                 token key (SPEC.md §3)"
+            }
+            Self::TooManyMembers => {
+                "baggage keeps at most the member limit (180 by default); the first member \
+                 over it and every member after it are dropped (SPEC.md §3)"
+            }
+            Self::TooLarge => {
+                "the baggage header lens would send is limited (8192 bytes by default); the \
+                 first member that would break it and every member after it are dropped \
+                 (SPEC.md §3)"
+            }
+        })
+    }
+}
+
+/// Why [`BaggageList::set`] refused a change; the list is left unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BaggageError {
+    /// The key is empty or not an HTTP token (RFC 7230 tchar).
+    #[error("invalid baggage key {0:?}: a key must be a non-empty HTTP token")]
+    InvalidKey(String),
+    /// The properties are not a `;`-separated list of `key` or `key=value` properties.
+    #[error(
+        "invalid baggage properties {0:?}: expected `key` or `key=value` parts separated by `;`"
+    )]
+    InvalidProperties(String),
+    /// The change would exceed the member limit.
+    #[error("baggage would exceed {limit} members")]
+    TooManyMembers {
+        /// The member limit in force.
+        limit: usize,
+    },
+    /// The change would make the header lens sends longer than the byte limit.
+    #[error("baggage header would exceed {limit} bytes")]
+    TooLarge {
+        /// The byte limit in force.
+        limit: usize,
+    },
+}
+
+impl BaggageList {
+    /// An empty list; its header is `""`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses `baggage` header lines (several lines are one list) under `limits`.
+    ///
+    /// Invalid members are dropped one by one; the first member that would break a limit and
+    /// every member after it are dropped (SPEC.md §3). `plus_as_space` decodes `+` in values as
+    /// a space. Never panics.
+    ///
+    /// ```
+    /// use lens_core::Limits;
+    /// use lens_core::baggage::BaggageList;
+    ///
+    /// let list = BaggageList::parse(["k=a+b"], &Limits::default(), true);
+    /// assert_eq!(list.get("k").map(|e| e.value()), Some("a b"));
+    /// assert_eq!(list.header(), "k=a%20b");
+    /// ```
+    pub fn parse<'a>(
+        lines: impl IntoIterator<Item = &'a str>,
+        limits: &Limits,
+        plus_as_space: bool,
+    ) -> BaggageList {
+        Self::parse_reporting(lines, limits, plus_as_space, |_| {})
+    }
+
+    /// [`BaggageList::parse`], calling `report` for every dropped member, in order.
+    ///
+    /// Parsing stops at the first member that would break a limit: that member is reported
+    /// ([`BaggageIssueReason::TooManyMembers`] or [`BaggageIssueReason::TooLarge`]); the members
+    /// after it are dropped without being examined or reported. Empty members are skipped
+    /// silently.
+    pub fn parse_reporting<'a>(
+        lines: impl IntoIterator<Item = &'a str>,
+        limits: &Limits,
+        plus_as_space: bool,
+        mut report: impl FnMut(BaggageIssue<'a>),
+    ) -> BaggageList {
+        let mut parser = Parser {
+            limits,
+            plus_as_space,
+            list: BaggageList::new(),
+            size: 0,
+            dirty: false,
+            scratch: Vec::new(),
+        };
+        'lines: for line in lines {
+            if parser.list.header.capacity() == 0 {
+                let hint = trim_ows(line).len().min(limits.baggage_bytes);
+                parser.list.header.reserve(hint);
+            }
+            for member in line.split(',') {
+                if !parser.member(member, &mut report) {
+                    break 'lines;
+                }
+            }
+        }
+        parser.finish()
+    }
+
+    /// The members, in order.
+    pub fn entries(&self) -> &[BaggageEntry] {
+        &self.entries
+    }
+
+    /// Iterates over the members, in order.
+    pub fn iter(&self) -> std::slice::Iter<'_, BaggageEntry> {
+        self.entries.iter()
+    }
+
+    /// The member with this key (compared exactly, case-sensitive).
+    pub fn get(&self, key: &str) -> Option<&BaggageEntry> {
+        self.entries.iter().find(|e| e.key == key)
+    }
+
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are no members.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Exactly the `baggage` header value lens sends for this list (`""` when empty): members
+    /// `key=value;properties` joined by `,`, values percent-encoded with [`encode_value`].
+    pub fn header(&self) -> &str {
+        &self.header
+    }
+
+    /// Sets `key` to `value` (given decoded; encoded on send) with `properties` (`""` for none;
+    /// otherwise `;`-separated `key` or `key=value` parts, normalized as
+    /// [`BaggageEntry::properties`] describes).
+    ///
+    /// An existing key keeps its position and gets the new value and properties; a new key goes
+    /// last. Refused, leaving the list unchanged, when the key is not an HTTP token, the
+    /// properties are invalid, or the result would break `limits`.
+    ///
+    /// ```
+    /// use lens_core::Limits;
+    /// use lens_core::baggage::{BaggageError, BaggageList};
+    ///
+    /// let limits = Limits::default();
+    /// let mut list = BaggageList::new();
+    /// list.set("user", "Zoë Smith", "", &limits)?;
+    /// assert_eq!(list.header(), "user=Zo%C3%AB%20Smith");
+    /// assert_eq!(
+    ///     list.set("bad key", "v", "", &limits),
+    ///     Err(BaggageError::InvalidKey("bad key".into()))
+    /// );
+    /// # Ok::<(), BaggageError>(())
+    /// ```
+    pub fn set(
+        &mut self,
+        key: &str,
+        value: &str,
+        properties: &str,
+        limits: &Limits,
+    ) -> Result<(), BaggageError> {
+        if !is_token(key) {
+            return Err(BaggageError::InvalidKey(key.to_owned()));
+        }
+        let props_len = if properties.is_empty() {
+            0
+        } else {
+            properties_len(properties)
+                .ok_or_else(|| BaggageError::InvalidProperties(properties.to_owned()))?
+        };
+        let new_len = member_len(key, encoded_len(value), props_len);
+        let position = self.entries.iter().position(|e| e.key == key);
+        let new_size = match position.and_then(|i| self.entries.get(i)) {
+            Some(old) => self.header.len() - old.encoded_len() + new_len,
+            None => {
+                if self.entries.len() >= limits.baggage_members {
+                    return Err(BaggageError::TooManyMembers {
+                        limit: limits.baggage_members,
+                    });
+                }
+                self.header.len() + usize::from(!self.entries.is_empty()) + new_len
+            }
+        };
+        if new_size > limits.baggage_bytes {
+            return Err(BaggageError::TooLarge {
+                limit: limits.baggage_bytes,
+            });
+        }
+        let mut props = String::with_capacity(props_len);
+        write_properties(properties, &mut props);
+        match position.and_then(|i| self.entries.get_mut(i)) {
+            Some(entry) => {
+                entry.value.clear();
+                entry.value.push_str(value);
+                entry.properties = props;
+                self.rebuild_header();
+            }
+            None => {
+                let entry = BaggageEntry {
+                    key: key.to_owned(),
+                    value: value.to_owned(),
+                    properties: props,
+                };
+                if !self.header.is_empty() {
+                    self.header.push(',');
+                }
+                entry.write(&mut self.header);
+                self.entries.push(entry);
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the member with this key and returns it; `None` when there is none.
+    pub fn remove(&mut self, key: &str) -> Option<BaggageEntry> {
+        let position = self.entries.iter().position(|e| e.key == key)?;
+        let entry = self.entries.remove(position);
+        self.rebuild_header();
+        Some(entry)
+    }
+
+    fn rebuild_header(&mut self) {
+        self.header.clear();
+        for (i, entry) in self.entries.iter().enumerate() {
+            if i > 0 {
+                self.header.push(',');
+            }
+            entry.write(&mut self.header);
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a BaggageList {
+    type Item = &'a BaggageEntry;
+    type IntoIter = std::slice::Iter<'a, BaggageEntry>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.iter()
+    }
+}
+
+/// Parsing state: the list so far, the size of the header it would send, and a reusable buffer.
+struct Parser<'l> {
+    limits: &'l Limits,
+    plus_as_space: bool,
+    list: BaggageList,
+    /// Bytes of the header lens would send for `list.entries`.
+    size: usize,
+    /// `list.header` is stale (a duplicate key changed a member in place) and is rebuilt at the end.
+    dirty: bool,
+    /// Percent-decoding buffer, reused across members.
+    scratch: Vec<u8>,
+}
+
+/// A syntactically valid member, not yet decoded.
+struct RawMember<'a> {
+    key: &'a str,
+    value: &'a str,
+    /// Everything after the first `;` following the value, when there is a `;`.
+    properties: Option<&'a str>,
+    /// Normalized length of the properties (0 when none).
+    properties_len: usize,
+}
+
+impl Parser<'_> {
+    /// Handles one raw member; `false` when parsing must stop (a limit was reached).
+    fn member<'a>(&mut self, raw: &'a str, report: &mut impl FnMut(BaggageIssue<'a>)) -> bool {
+        let member = trim_ows(raw);
+        if member.is_empty() {
+            return true;
+        }
+        let parsed = match split_member(member) {
+            Ok(parsed) => parsed,
+            Err(reason) => {
+                report(BaggageIssue { member, reason });
+                return true;
+            }
+        };
+        let limits = self.limits;
+        let position = self.list.entries.iter().position(|e| e.key == parsed.key);
+        let too_large = |reason| BaggageIssue { member, reason };
+        // Size of the header without the member being replaced, plus the separator for a new one.
+        let base = match position.and_then(|i| self.list.entries.get(i)) {
+            Some(old) => self.size - old.encoded_len(),
+            None => {
+                if self.list.entries.len() >= limits.baggage_members {
+                    report(too_large(BaggageIssueReason::TooManyMembers));
+                    return false;
+                }
+                self.size + usize::from(!self.list.entries.is_empty())
+            }
+        };
+        // Each raw byte, or each 3-byte escape, encodes to at least one byte: reject a member
+        // that cannot fit before decoding it, so nothing is allocated for hostile sizes.
+        let lower_bound = member_len(
+            parsed.key,
+            parsed.value.len().div_ceil(3),
+            parsed.properties_len,
+        );
+        if base + lower_bound > limits.baggage_bytes {
+            report(too_large(BaggageIssueReason::TooLarge));
+            return false;
+        }
+        let value = decode_value(parsed.value, self.plus_as_space, &mut self.scratch);
+        let new_size = base + member_len(parsed.key, encoded_len(&value), parsed.properties_len);
+        if new_size > limits.baggage_bytes {
+            report(too_large(BaggageIssueReason::TooLarge));
+            return false;
+        }
+        self.size = new_size;
+        match position.and_then(|i| self.list.entries.get_mut(i)) {
+            Some(entry) => {
+                entry.value.clear();
+                entry.value.push_str(&value);
+                entry.properties.clear();
+                if let Some(props) = parsed.properties {
+                    write_properties(props, &mut entry.properties);
+                }
+                self.dirty = true;
+            }
+            None => {
+                let mut properties = String::new();
+                if let Some(props) = parsed.properties {
+                    properties.reserve_exact(parsed.properties_len);
+                    write_properties(props, &mut properties);
+                }
+                let entry = BaggageEntry {
+                    key: parsed.key.to_owned(),
+                    value: value.into_owned(),
+                    properties,
+                };
+                if !self.dirty {
+                    let header = &mut self.list.header;
+                    if !header.is_empty() {
+                        header.push(',');
+                    }
+                    entry.write(header);
+                }
+                self.list.entries.push(entry);
+            }
+        }
+        true
+    }
+
+    fn finish(mut self) -> BaggageList {
+        if self.dirty {
+            self.list.rebuild_header();
+        }
+        self.list
+    }
+}
+
+/// Splits and validates a trimmed, non-empty member without allocating.
+fn split_member(member: &str) -> Result<RawMember<'_>, BaggageIssueReason> {
+    let Some((key, rest)) = member.split_once('=') else {
+        return Err(BaggageIssueReason::MissingEquals);
+    };
+    let key = trim_ows(key);
+    if !is_token(key) {
+        return Err(BaggageIssueReason::InvalidKey);
+    }
+    let (value, properties) = match rest.split_once(';') {
+        Some((value, props)) => (value, Some(props)),
+        None => (rest, None),
+    };
+    let value = trim_ows(value);
+    if !value.bytes().all(is_value_octet) {
+        return Err(BaggageIssueReason::InvalidValueCharacter);
+    }
+    let properties_len = match properties {
+        Some(props) => properties_len(props).ok_or(BaggageIssueReason::InvalidProperty)?,
+        None => 0,
+    };
+    Ok(RawMember {
+        key,
+        value,
+        properties,
+        properties_len,
+    })
+}
+
+/// Bytes of `key=<encoded value>;<properties>` given the encoded value length.
+fn member_len(key: &str, encoded_value_len: usize, properties_len: usize) -> usize {
+    key.len()
+        + 1
+        + encoded_value_len
+        + if properties_len > 0 {
+            1 + properties_len
+        } else {
+            0
+        }
+}
+
+/// Walks the `;`-separated properties, giving the normalized pieces to `sink`; `false` when a
+/// property is invalid (an empty one included).
+fn visit_properties(raw: &str, mut sink: impl FnMut(&str)) -> bool {
+    for (i, part) in raw.split(';').enumerate() {
+        let part = trim_ows(part);
+        if i > 0 {
+            sink(";");
+        }
+        match part.split_once('=') {
+            Some((key, value)) => {
+                let key = trim_ows(key);
+                let value = trim_ows(value);
+                if !is_token(key) || !value.bytes().all(is_value_octet) {
+                    return false;
+                }
+                sink(key);
+                sink("=");
+                sink(value);
+            }
+            None => {
+                if !is_token(part) {
+                    return false;
+                }
+                sink(part);
+            }
+        }
+    }
+    true
+}
+
+/// Normalized length of valid properties; `None` when invalid.
+fn properties_len(raw: &str) -> Option<usize> {
+    let mut len = 0;
+    visit_properties(raw, |piece| len += piece.len()).then_some(len)
+}
+
+/// Appends the normalized form of properties already known to be valid.
+fn write_properties(raw: &str, out: &mut String) {
+    visit_properties(raw, |piece| out.push_str(piece));
+}
+
+/// Percent-decodes a value already known to hold only value octets (so only ASCII).
+fn decode_value<'s>(raw: &'s str, plus_as_space: bool, scratch: &'s mut Vec<u8>) -> Cow<'s, str> {
+    let bytes = raw.as_bytes();
+    if !bytes
+        .iter()
+        .any(|&b| b == b'%' || (plus_as_space && b == b'+'))
+    {
+        return Cow::Borrowed(raw);
+    }
+    scratch.clear();
+    scratch.reserve(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'%' => {
+                let hi = bytes.get(i + 1).and_then(|&h| hex_value(h));
+                let lo = bytes.get(i + 2).and_then(|&l| hex_value(l));
+                if let (Some(hi), Some(lo)) = (hi, lo) {
+                    scratch.push(hi << 4 | lo);
+                    i += 3;
+                } else {
+                    scratch.push(b'%');
+                    i += 1;
+                }
+            }
+            b'+' if plus_as_space => {
+                scratch.push(b' ');
+                i += 1;
+            }
+            _ => {
+                scratch.push(b);
+                i += 1;
+            }
+        }
+    }
+    match std::str::from_utf8(scratch) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => {
+            let mut out = String::with_capacity(scratch.len() + 8);
+            for chunk in scratch.utf8_chunks() {
+                out.push_str(chunk.valid());
+                if !chunk.invalid().is_empty() {
+                    out.push(char::REPLACEMENT_CHARACTER);
+                }
+            }
+            Cow::Owned(out)
+        }
+    }
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Appends `value` percent-encoded per RFC 3986 to `out`: every byte outside the unreserved set
+/// (`A-Z a-z 0-9 - . _ ~`) as `%XX` with uppercase hex, `%` included, a space as `%20`.
+///
+/// ```
+/// let mut out = String::new();
+/// lens_core::baggage::encode_value("a b%é", &mut out);
+/// assert_eq!(out, "a%20b%25%C3%A9");
+/// ```
+pub fn encode_value(value: &str, out: &mut String) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    out.reserve(value.len());
+    let mut rest = value;
+    while !rest.is_empty() {
+        let run = rest
+            .bytes()
+            .position(|b| !is_unreserved(b))
+            .unwrap_or(rest.len());
+        let (plain, tail) = rest.split_at(run);
+        out.push_str(plain);
+        // Encode the reserved bytes up to the next unreserved one; a multi-byte character is
+        // reserved byte by byte, so the cut always lands on a character boundary.
+        let mut used = 0;
+        for b in tail.bytes() {
+            if is_unreserved(b) {
+                break;
+            }
+            out.push('%');
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0x0f)]));
+            used += 1;
+        }
+        rest = &tail[used..];
+    }
+}
+
+/// Length of `value` once encoded by [`encode_value`].
+fn encoded_len(value: &str) -> usize {
+    value
+        .bytes()
+        .map(|b| if is_unreserved(b) { 1 } else { 3 })
+        .sum()
+}
+
+/// RFC 3986 unreserved.
+fn is_unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+/// RFC 7230 tchar.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+        || matches!(
+            b,
+            b'!' | b'#'
+                | b'$'
+                | b'%'
+                | b'&'
+                | b'\''
+                | b'*'
+                | b'+'
+                | b'-'
+                | b'.'
+                | b'^'
+                | b'_'
+                | b'`'
+                | b'|'
+                | b'~'
+        )
+}
+
+/// A non-empty RFC 7230 token.
+fn is_token(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(is_tchar)
+}
+
+/// W3C baggage-octet: %x21 / %x23-2B / %x2D-3A / %x3C-5B / %x5D-7E.
+fn is_value_octet(b: u8) -> bool {
+    matches!(b, 0x21 | 0x23..=0x2B | 0x2D..=0x3A | 0x3C..=0x5B | 0x5D..=0x7E)
+}
+
+/// Removes spaces and tabs (only those) at both ends.
+fn trim_ows(s: &str) -> &str {
+    s.trim_matches([' ', '\t'])
+}
