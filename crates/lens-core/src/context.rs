@@ -1,0 +1,226 @@
+//! What lens keeps in an opentelemetry [`Context`] beside opentelemetry's own types (SPEC.md §10),
+//! and the baggage helpers built on it.
+//!
+//! opentelemetry's `TraceState` rejects keys the current W3C grammar allows, and its `Baggage` is
+//! unordered and holds at most 64 entries. lens keeps its own ordered copies in the Context (they
+//! travel with it through child spans) and injects from them as long as the opentelemetry values
+//! are still the ones lens built; code that reads the opentelemetry types still sees everything
+//! those types can hold.
+//!
+//! ```
+//! use lens_core::LensContextExt;
+//! use opentelemetry::Context;
+//!
+//! let cx = Context::new()
+//!     .with_baggage_entry("user", "alice smith")
+//!     .unwrap()
+//!     .with_baggage_entry("tier", "gold")
+//!     .unwrap();
+//! let keys: Vec<String> = cx.lens_baggage().iter().map(|e| e.key().to_owned()).collect();
+//! assert_eq!(keys, ["user", "tier"]);
+//! assert_eq!(cx.lens_baggage().header(), "user=alice%20smith,tier=gold");
+//! ```
+
+use std::borrow::Cow;
+
+use opentelemetry::baggage::{Baggage, BaggageExt, BaggageMetadata};
+use opentelemetry::trace::{SpanContext, TraceContextExt};
+use opentelemetry::{Context, TraceId};
+
+use crate::Limits;
+use crate::baggage::{BaggageError, BaggageList};
+use crate::tracestate::TraceStateList;
+
+/// Most entries opentelemetry's `Baggage` holds.
+const OTEL_BAGGAGE_MAX: usize = 64;
+
+/// lens's own copies, stored as one Context value so that extract adds a single entry.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LensState {
+    pub(crate) tracestate: Option<TraceStateCopy>,
+    pub(crate) baggage: Option<BaggageCopy>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct TraceStateCopy {
+    /// The trace the list belongs to: a new trace never inherits it.
+    pub(crate) trace_id: TraceId,
+    pub(crate) list: TraceStateList,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct BaggageCopy {
+    pub(crate) list: BaggageList,
+    /// Address of the opentelemetry `Baggage` mirrored from `list`: while the Context still holds
+    /// that very value, nobody replaced it and `list` is authoritative.
+    otel_addr: usize,
+    /// Keeps the mirrored `Baggage` alive, so its address cannot be reused by another one.
+    _anchor: Context,
+}
+
+fn baggage_addr(cx: &Context) -> usize {
+    std::ptr::from_ref::<Baggage>(cx.baggage()) as usize
+}
+
+/// Mirrors an ordered list into opentelemetry's `Baggage` (first 64 entries).
+fn to_otel_baggage(list: &BaggageList) -> Baggage {
+    let mut b = Baggage::new();
+    for e in list.iter().take(OTEL_BAGGAGE_MAX) {
+        b.insert_with_metadata(
+            e.key().to_owned(),
+            e.value().to_owned(),
+            BaggageMetadata::from(e.properties()),
+        );
+    }
+    b
+}
+
+impl LensState {
+    pub(crate) fn of(cx: &Context) -> Option<&LensState> {
+        cx.get::<LensState>()
+    }
+
+    /// The tracestate lens sends for `sc` in `cx`, when its own copy still applies.
+    pub(crate) fn tracestate_for<'a>(
+        cx: &'a Context,
+        sc: &SpanContext,
+    ) -> Option<&'a TraceStateList> {
+        let copy = Self::of(cx)?.tracestate.as_ref()?;
+        (copy.trace_id == sc.trace_id() && copy.list.matches_otel(sc.trace_state()))
+            .then_some(&copy.list)
+    }
+
+    /// lens's baggage copy, when the Context still holds the opentelemetry `Baggage` built from it.
+    pub(crate) fn baggage_for(cx: &Context) -> Option<&BaggageList> {
+        let copy = Self::of(cx)?.baggage.as_ref()?;
+        (copy.otel_addr == baggage_addr(cx)).then_some(&copy.list)
+    }
+}
+
+/// Returns `cx` with `list` as its baggage: opentelemetry's `Baggage` mirrored from it and
+/// lens's ordered copy beside it. `tracestate`, when given, replaces lens's tracestate copy.
+pub(crate) fn with_lens_values(
+    cx: &Context,
+    tracestate: Option<TraceStateCopy>,
+    baggage: Option<BaggageList>,
+) -> Context {
+    let previous = LensState::of(cx);
+    let mut state = LensState {
+        tracestate: tracestate.or_else(|| previous.and_then(|p| p.tracestate.clone())),
+        baggage: None,
+    };
+    let cx = match baggage {
+        Some(list) => {
+            let cx = cx.with_baggage(to_otel_baggage(&list));
+            state.baggage = Some(BaggageCopy {
+                otel_addr: baggage_addr(&cx),
+                _anchor: cx.clone(),
+                list,
+            });
+            cx
+        }
+        None => {
+            // Keep the previous copy only while it still matches the Context's baggage.
+            state.baggage = previous
+                .and_then(|p| p.baggage.as_ref())
+                .filter(|b| b.otel_addr == baggage_addr(cx))
+                .cloned();
+            cx.clone()
+        }
+    };
+    if state.tracestate.is_none() && state.baggage.is_none() {
+        return cx;
+    }
+    cx.with_value(state)
+}
+
+/// Rebuilds an ordered list from opentelemetry's `Baggage` (its iteration order; entries that
+/// are not valid per SPEC §3 are left out).
+pub(crate) fn baggage_from_otel(b: &Baggage, limits: &Limits) -> BaggageList {
+    let mut list = BaggageList::new();
+    for (k, (v, meta)) in b {
+        let _ignored = list.set(k.as_str(), v.as_str(), meta.as_str().trim(), limits);
+    }
+    list
+}
+
+/// lens's extension methods on [`Context`]: ordered baggage (SPEC.md §3, §10) and trace ids.
+pub trait LensContextExt {
+    /// The Context's baggage in order, with properties and the header lens would send.
+    ///
+    /// Borrowed when lens's ordered copy still applies; rebuilt from opentelemetry's `Baggage`
+    /// (in its unspecified order) when other code replaced it.
+    fn lens_baggage(&self) -> Cow<'_, BaggageList>;
+
+    /// The value of one baggage entry.
+    fn baggage_value(&self, key: &str) -> Option<String>;
+
+    /// A copy of this Context with one baggage entry set (its position kept if the key exists).
+    ///
+    /// Refuses keys that are not HTTP tokens and entries that would break the default limits.
+    fn with_baggage_entry(&self, key: &str, value: &str) -> Result<Context, BaggageError>;
+
+    /// Like [`LensContextExt::with_baggage_entry`], with properties (metadata) such as `"p1;p2=x"`.
+    fn with_baggage_entry_and_properties(
+        &self,
+        key: &str,
+        value: &str,
+        properties: &str,
+    ) -> Result<Context, BaggageError>;
+
+    /// A copy of this Context with one baggage entry removed.
+    fn without_baggage_entry(&self, key: &str) -> Context;
+
+    /// A copy of this Context whose baggage is exactly `list` (order and properties kept).
+    fn with_baggage_list(&self, list: BaggageList) -> Context;
+
+    /// The trace id of the Context's span, when it has a valid one.
+    fn trace_id(&self) -> Option<TraceId>;
+}
+
+impl LensContextExt for Context {
+    fn lens_baggage(&self) -> Cow<'_, BaggageList> {
+        match LensState::baggage_for(self) {
+            Some(list) => Cow::Borrowed(list),
+            None => Cow::Owned(baggage_from_otel(self.baggage(), &Limits::DEFAULT)),
+        }
+    }
+
+    fn baggage_value(&self, key: &str) -> Option<String> {
+        match LensState::baggage_for(self) {
+            Some(list) => list.get(key).map(|e| e.value().to_owned()),
+            None => self.baggage().get(key).map(|v| v.as_str().to_owned()),
+        }
+    }
+
+    fn with_baggage_entry(&self, key: &str, value: &str) -> Result<Context, BaggageError> {
+        self.with_baggage_entry_and_properties(key, value, "")
+    }
+
+    fn with_baggage_entry_and_properties(
+        &self,
+        key: &str,
+        value: &str,
+        properties: &str,
+    ) -> Result<Context, BaggageError> {
+        let mut list = self.lens_baggage().into_owned();
+        list.set(key, value, properties, &Limits::DEFAULT)?;
+        Ok(with_lens_values(self, None, Some(list)))
+    }
+
+    fn without_baggage_entry(&self, key: &str) -> Context {
+        let mut list = self.lens_baggage().into_owned();
+        list.remove(key);
+        with_lens_values(self, None, Some(list))
+    }
+
+    fn with_baggage_list(&self, list: BaggageList) -> Context {
+        with_lens_values(self, None, Some(list))
+    }
+
+    fn trace_id(&self) -> Option<TraceId> {
+        let span = self.span();
+        let sc = span.span_context();
+        sc.is_valid().then(|| sc.trace_id())
+    }
+}

@@ -1,0 +1,356 @@
+//! [`W3cPropagator`]: W3C trace context and baggage in one `TextMapPropagator`, and the
+//! process-wide propagator behind [`inject_context`] and [`extract_context`].
+
+use std::sync::OnceLock;
+
+use opentelemetry::Context;
+use opentelemetry::baggage::BaggageExt;
+use opentelemetry::propagation::text_map_propagator::FieldIter;
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use opentelemetry::trace::{SpanContext, TraceContextExt};
+
+use crate::Limits;
+use crate::baggage::BaggageList;
+use crate::context::{LensState, TraceStateCopy, baggage_from_otel, with_lens_values};
+use crate::traceparent::TraceParent;
+use crate::tracestate::TraceStateList;
+
+/// Header name of the trace parent.
+pub const TRACEPARENT_HEADER: &str = "traceparent";
+/// Header name of the trace state.
+pub const TRACESTATE_HEADER: &str = "tracestate";
+/// Header name of the baggage.
+pub const BAGGAGE_HEADER: &str = "baggage";
+
+/// W3C Trace Context (`traceparent`, `tracestate`) and W3C Baggage (`baggage`) in one
+/// [`TextMapPropagator`], with lens's own codec (SPEC.md §1-§3, §8).
+///
+/// ```
+/// use std::collections::HashMap;
+/// use lens_core::{MapCarrier, W3cPropagator};
+/// use opentelemetry::propagation::TextMapPropagator;
+/// use opentelemetry::trace::TraceContextExt;
+///
+/// let mut headers = HashMap::new();
+/// headers.insert("traceparent".to_string(),
+///     "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_string());
+/// headers.insert("baggage".to_string(), "user=alice".to_string());
+///
+/// let propagator = W3cPropagator::new();
+/// let cx = propagator.extract(&MapCarrier(&headers));
+/// assert_eq!(cx.span().span_context().trace_id().to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
+///
+/// let mut out = HashMap::new();
+/// propagator.inject_context(&cx, &mut MapCarrier(&mut out));
+/// assert_eq!(out["traceparent"], headers["traceparent"]);
+/// assert_eq!(out["baggage"], "user=alice");
+/// ```
+#[derive(Clone, Debug)]
+pub struct W3cPropagator {
+    trace_context: bool,
+    baggage: bool,
+    plus_as_space: bool,
+    limits: Limits,
+    fields: Vec<String>,
+}
+
+impl Default for W3cPropagator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PartialEq for W3cPropagator {
+    fn eq(&self, other: &Self) -> bool {
+        self.trace_context == other.trace_context
+            && self.baggage == other.baggage
+            && self.plus_as_space == other.plus_as_space
+            && self.limits == other.limits
+    }
+}
+
+impl W3cPropagator {
+    /// Trace context and baggage, default limits, `plus_as_space` off.
+    pub fn new() -> Self {
+        Self::with_parts(true, true)
+    }
+
+    fn with_parts(trace_context: bool, baggage: bool) -> Self {
+        let mut p = W3cPropagator {
+            trace_context,
+            baggage,
+            plus_as_space: false,
+            limits: Limits::DEFAULT,
+            fields: Vec::new(),
+        };
+        p.refresh_fields();
+        p
+    }
+
+    fn refresh_fields(&mut self) {
+        self.fields.clear();
+        if self.trace_context {
+            self.fields.push(TRACEPARENT_HEADER.to_owned());
+            self.fields.push(TRACESTATE_HEADER.to_owned());
+        }
+        if self.baggage {
+            self.fields.push(BAGGAGE_HEADER.to_owned());
+        }
+    }
+
+    /// Only trace context (`traceparent`, `tracestate`).
+    pub fn trace_context_only() -> Self {
+        Self::with_parts(true, false)
+    }
+
+    /// Only baggage.
+    pub fn baggage_only() -> Self {
+        Self::with_parts(false, true)
+    }
+
+    /// Propagates nothing (`OTEL_PROPAGATORS=none`).
+    pub fn none() -> Self {
+        Self::with_parts(false, false)
+    }
+
+    /// Reads `OTEL_PROPAGATORS`: `tracecontext`, `baggage` and `none`, comma-separated.
+    /// Unset or empty gives [`W3cPropagator::new`].
+    pub fn from_env() -> Result<Self, PropagatorConfigError> {
+        match std::env::var("OTEL_PROPAGATORS") {
+            Ok(v) => Self::from_names(&v),
+            Err(_) => Ok(Self::new()),
+        }
+    }
+
+    /// Parses a comma-separated list of propagator names as `OTEL_PROPAGATORS` does.
+    pub fn from_names(names: &str) -> Result<Self, PropagatorConfigError> {
+        let (mut tc, mut bg, mut any) = (false, false, false);
+        for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            any = true;
+            match name.to_ascii_lowercase().as_str() {
+                "tracecontext" => tc = true,
+                "baggage" => bg = true,
+                "none" => {}
+                _ => return Err(PropagatorConfigError::UnknownPropagator(name.to_owned())),
+            }
+        }
+        Ok(if any {
+            Self::with_parts(tc, bg)
+        } else {
+            Self::new()
+        })
+    }
+
+    /// Sets the limits (SPEC.md §8).
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Decodes `+` in incoming baggage values as a space, for Python OpenTelemetry senders
+    /// (SPEC.md §3). Off by default.
+    pub fn with_plus_as_space(mut self, on: bool) -> Self {
+        self.plus_as_space = on;
+        self
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Whether trace context is propagated.
+    pub fn propagates_trace_context(&self) -> bool {
+        self.trace_context
+    }
+
+    /// Whether baggage is propagated.
+    pub fn propagates_baggage(&self) -> bool {
+        self.baggage
+    }
+
+    /// Injects the parts chosen (used by outbound policies): trace context and/or baggage.
+    pub fn inject_parts(
+        &self,
+        cx: &Context,
+        injector: &mut dyn Injector,
+        trace_context: bool,
+        baggage: bool,
+    ) {
+        if trace_context && self.trace_context {
+            let span = cx.span();
+            let sc = span.span_context();
+            if let Some(tp) = TraceParent::from_span_context(sc) {
+                injector.set(TRACEPARENT_HEADER, tp.to_header_string());
+                match LensState::tracestate_for(cx, sc) {
+                    Some(list) => injector.set(TRACESTATE_HEADER, list.header().to_owned()),
+                    None if !sc.trace_state().is_empty_state() => {
+                        let list = TraceStateList::from_otel(sc.trace_state());
+                        if !list.is_empty() {
+                            injector.set(TRACESTATE_HEADER, list.header().to_owned());
+                        }
+                    }
+                    None => {}
+                }
+            }
+        }
+        if baggage && self.baggage {
+            match LensState::baggage_for(cx) {
+                Some(list) => {
+                    if !list.is_empty() {
+                        injector.set(BAGGAGE_HEADER, list.header().to_owned());
+                    }
+                }
+                None => {
+                    let b = cx.baggage();
+                    if !b.is_empty() {
+                        let list = baggage_from_otel(b, &self.limits);
+                        if !list.is_empty() {
+                            injector.set(BAGGAGE_HEADER, list.header().to_owned());
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The remote span context in the carrier, if its traceparent is valid (tracestate included).
+    pub fn extract_span_context(&self, extractor: &dyn Extractor) -> Option<SpanContext> {
+        self.extract_trace(extractor).map(|(sc, _)| sc)
+    }
+
+    fn extract_trace(
+        &self,
+        extractor: &dyn Extractor,
+    ) -> Option<(SpanContext, Option<TraceStateCopy>)> {
+        let lines = extractor.get_all(TRACEPARENT_HEADER)?;
+        let tp = TraceParent::parse_lines(lines, self.limits.traceparent_bytes).ok()?;
+        let list = match extractor.get_all(TRACESTATE_HEADER) {
+            Some(lines) => TraceStateList::parse(lines, &self.limits).unwrap_or_default(),
+            None => TraceStateList::new(),
+        };
+        let sc = tp.to_remote_span_context(list.to_otel());
+        let copy = (!list.is_empty()).then_some(TraceStateCopy {
+            trace_id: tp.trace_id,
+            list,
+        });
+        Some((sc, copy))
+    }
+
+    /// The baggage in the carrier, `None` when there is no baggage header.
+    pub fn extract_baggage(&self, extractor: &dyn Extractor) -> Option<BaggageList> {
+        let lines = extractor.get_all(BAGGAGE_HEADER)?;
+        Some(BaggageList::parse(lines, &self.limits, self.plus_as_space))
+    }
+}
+
+/// Small helper: opentelemetry's `TraceState` has no `is_empty`.
+trait TraceStateEmpty {
+    fn is_empty_state(&self) -> bool;
+}
+
+impl TraceStateEmpty for opentelemetry::trace::TraceState {
+    fn is_empty_state(&self) -> bool {
+        self.into_iter().next().is_none()
+    }
+}
+
+impl TextMapPropagator for W3cPropagator {
+    fn inject_context(&self, cx: &Context, injector: &mut dyn Injector) {
+        self.inject_parts(cx, injector, true, true);
+    }
+
+    fn extract_with_context(&self, cx: &Context, extractor: &dyn Extractor) -> Context {
+        let mut out = None;
+        let mut tracestate = None;
+        if self.trace_context
+            && let Some((sc, copy)) = self.extract_trace(extractor)
+        {
+            out = Some(cx.with_remote_span_context(sc));
+            tracestate = copy;
+        }
+        let baggage = if self.baggage {
+            self.extract_baggage(extractor).filter(|b| !b.is_empty())
+        } else {
+            None
+        };
+        let base = out.as_ref().unwrap_or(cx);
+        if tracestate.is_none() && baggage.is_none() {
+            return out.unwrap_or_else(|| cx.clone());
+        }
+        with_lens_values(base, tracestate, baggage)
+    }
+
+    fn fields(&self) -> FieldIter<'_> {
+        FieldIter::new(&self.fields)
+    }
+}
+
+/// A bad propagator configuration.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PropagatorConfigError {
+    /// `OTEL_PROPAGATORS` names a propagator lens does not provide.
+    #[error(
+        "unknown propagator {0:?} in OTEL_PROPAGATORS: lens provides tracecontext, baggage and none"
+    )]
+    UnknownPropagator(String),
+    /// [`install`] was called after the process-wide propagator was fixed to another configuration.
+    #[error(
+        "the lens propagator is already in use with another configuration; call install() before the first inject or extract"
+    )]
+    AlreadyInitialized,
+}
+
+static DEFAULT: OnceLock<W3cPropagator> = OnceLock::new();
+
+/// The propagator lens uses when none is given: the one [`install`] set, else W3C trace context +
+/// baggage as `OTEL_PROPAGATORS` selects (an unknown name there falls back to both; [`install`]
+/// reports it), even if the application installed no propagator (NeMo Lens's default).
+pub fn propagator() -> &'static W3cPropagator {
+    DEFAULT.get_or_init(|| W3cPropagator::from_env().unwrap_or_default())
+}
+
+/// Reads `OTEL_PROPAGATORS`, makes the result lens's process-wide propagator and opentelemetry's
+/// global text-map propagator.
+///
+/// ```
+/// let propagator = lens_core::install().expect("valid OTEL_PROPAGATORS");
+/// assert!(propagator.propagates_trace_context());
+/// ```
+pub fn install() -> Result<&'static W3cPropagator, PropagatorConfigError> {
+    install_propagator(W3cPropagator::from_env()?)
+}
+
+/// Makes `propagator` lens's process-wide propagator and opentelemetry's global one.
+pub fn install_propagator(
+    propagator: W3cPropagator,
+) -> Result<&'static W3cPropagator, PropagatorConfigError> {
+    let installed = DEFAULT.get_or_init(|| propagator.clone());
+    if *installed != propagator {
+        return Err(PropagatorConfigError::AlreadyInitialized);
+    }
+    opentelemetry::global::set_text_map_propagator(installed.clone());
+    Ok(installed)
+}
+
+/// Injects the current Context (NeMo Lens `inject_context`).
+pub fn inject_context(injector: &mut dyn Injector) {
+    Context::map_current(|cx| propagator().inject_context(cx, injector));
+}
+
+/// Injects the given Context.
+pub fn inject_context_from(cx: &Context, injector: &mut dyn Injector) {
+    propagator().inject_context(cx, injector);
+}
+
+/// Extracts a Context from a carrier, always starting from an empty Context (NeMo Lens
+/// `extract_context`, SPEC.md §5): without a valid traceparent the result has no remote span.
+pub fn extract_context(extractor: &dyn Extractor) -> Context {
+    propagator().extract_with_context(&Context::new(), extractor)
+}
+
+/// Extracts into the given Context.
+pub fn extract_context_with(cx: &Context, extractor: &dyn Extractor) -> Context {
+    propagator().extract_with_context(cx, extractor)
+}

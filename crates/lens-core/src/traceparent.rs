@@ -1,0 +1,289 @@
+//! The `traceparent` header (W3C Trace Context, SPEC.md §1).
+//!
+//! ```
+//! use lens_core::traceparent::TraceParent;
+//!
+//! let tp = TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+//! assert!(tp.is_sampled());
+//! assert_eq!(tp.trace_id.to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
+//! assert_eq!(&tp.encode()[..], b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+//! ```
+
+use std::fmt;
+
+use opentelemetry::trace::{SpanContext, TraceFlags, TraceState};
+use opentelemetry::{SpanId, TraceId};
+
+use crate::Limits;
+
+/// Length of a version-00 traceparent.
+pub const TRACEPARENT_LEN: usize = 55;
+
+/// Trace flag bit: the caller may have recorded this trace.
+pub const FLAG_SAMPLED: u8 = 0x01;
+/// Trace flag bit (Trace Context Level 2): the trace-id's right-most 7 bytes are random.
+pub const FLAG_RANDOM: u8 = 0x02;
+/// The flag bits lens sends on; every other bit is 0 on outgoing headers (SPEC.md §1).
+pub const KNOWN_FLAGS: u8 = FLAG_SAMPLED | FLAG_RANDOM;
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// A parsed `traceparent` value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TraceParent {
+    /// Version as received (`0x00`..`0xfe`); lens always sends version `00`.
+    pub version: u8,
+    /// The trace id (never all zeros once parsed).
+    pub trace_id: TraceId,
+    /// The parent (span) id (never all zeros once parsed).
+    pub parent_id: SpanId,
+    /// Trace flags as received, unknown bits included.
+    pub flags: u8,
+}
+
+/// Why a traceparent value was rejected. Each message names the rule of SPEC.md §1.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TraceParentError {
+    /// Longer than the configured limit.
+    #[error(
+        "value is {len} bytes; at most {limit} bytes of a traceparent are examined (SPEC §1, §8)"
+    )]
+    TooLong {
+        /// Length of the value.
+        len: usize,
+        /// The limit in force.
+        limit: usize,
+    },
+    /// A control character other than leading/trailing space or tab.
+    #[error(
+        "control or non-ASCII character at byte {at}; only spaces and tabs around the value are ignored (SPEC §1)"
+    )]
+    InvalidCharacter {
+        /// Byte offset in the trimmed value.
+        at: usize,
+    },
+    /// The version field is not two lowercase hex digits.
+    #[error("version must be two lowercase hex digits (SPEC §1)")]
+    InvalidVersion,
+    /// Version `ff` is forbidden.
+    #[error("version ff is invalid (SPEC §1)")]
+    ForbiddenVersion,
+    /// Wrong length for the version.
+    #[error(
+        "a version-{version:02x} traceparent is exactly 55 characters (2HEX-32HEX-16HEX-2HEX); got {len} (SPEC §1)"
+    )]
+    WrongLength {
+        /// Version of the value.
+        version: u8,
+        /// Length after trimming.
+        len: usize,
+    },
+    /// A `-` is missing between fields.
+    #[error("fields must be separated by '-' at positions 2, 35 and 52 (SPEC §1)")]
+    MissingSeparator,
+    /// The trace-id is not 32 lowercase hex digits.
+    #[error("trace-id must be 32 lowercase hex digits (SPEC §1)")]
+    InvalidTraceId,
+    /// The trace-id is all zeros.
+    #[error("trace-id is all zeros (SPEC §1)")]
+    ZeroTraceId,
+    /// The parent-id is not 16 lowercase hex digits.
+    #[error("parent-id must be 16 lowercase hex digits (SPEC §1)")]
+    InvalidParentId,
+    /// The parent-id is all zeros.
+    #[error("parent-id is all zeros (SPEC §1)")]
+    ZeroParentId,
+    /// The flags are not two lowercase hex digits.
+    #[error("trace-flags must be two lowercase hex digits (SPEC §1)")]
+    InvalidFlags,
+    /// A higher version continues after the flags with something other than `-` and printable ASCII.
+    #[error(
+        "after the flags a version above 00 may continue only with '-' and printable ASCII (SPEC §1)"
+    )]
+    InvalidSuffix,
+    /// Several traceparent lines with different values.
+    #[error("several traceparent lines with different values (SPEC §1)")]
+    ConflictingLines,
+}
+
+#[inline]
+fn hex_val(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
+    }
+}
+
+#[inline]
+fn parse_hex<const N: usize>(s: &[u8]) -> Option<[u8; N]> {
+    let mut out = [0u8; N];
+    if s.len() != N * 2 {
+        return None;
+    }
+    for (i, byte) in out.iter_mut().enumerate() {
+        let hi = hex_val(s[2 * i])?;
+        let lo = hex_val(s[2 * i + 1])?;
+        *byte = (hi << 4) | lo;
+    }
+    Some(out)
+}
+
+#[inline]
+fn write_hex(out: &mut [u8], bytes: &[u8]) {
+    for (i, b) in bytes.iter().enumerate() {
+        out[2 * i] = HEX[(b >> 4) as usize];
+        out[2 * i + 1] = HEX[(b & 0x0f) as usize];
+    }
+}
+
+/// Trims the spaces and tabs (and only those) around a header value.
+#[inline]
+pub(crate) fn trim_ows(s: &str) -> &str {
+    s.trim_matches(|c| c == ' ' || c == '\t')
+}
+
+impl TraceParent {
+    /// Parses one traceparent value with the default limit (512 bytes).
+    pub fn parse(value: &str) -> Result<TraceParent, TraceParentError> {
+        Self::parse_with_limit(value, Limits::DEFAULT.traceparent_bytes)
+    }
+
+    /// Parses one traceparent value, examining at most `limit` bytes.
+    pub fn parse_with_limit(value: &str, limit: usize) -> Result<TraceParent, TraceParentError> {
+        if value.len() > limit {
+            return Err(TraceParentError::TooLong {
+                len: value.len(),
+                limit,
+            });
+        }
+        let v = trim_ows(value).as_bytes();
+        if let Some(at) = v.iter().position(|&b| !(0x20..0x7f).contains(&b)) {
+            return Err(TraceParentError::InvalidCharacter { at });
+        }
+        if v.len() < 2 {
+            return Err(TraceParentError::InvalidVersion);
+        }
+        let version = match (hex_val(v[0]), hex_val(v[1])) {
+            (Some(hi), Some(lo)) => (hi << 4) | lo,
+            _ => return Err(TraceParentError::InvalidVersion),
+        };
+        if version == 0xff {
+            return Err(TraceParentError::ForbiddenVersion);
+        }
+        if v.len() < TRACEPARENT_LEN || (version == 0 && v.len() != TRACEPARENT_LEN) {
+            return Err(TraceParentError::WrongLength {
+                version,
+                len: v.len(),
+            });
+        }
+        if v[2] != b'-' || v[35] != b'-' || v[52] != b'-' {
+            return Err(TraceParentError::MissingSeparator);
+        }
+        let trace_id = parse_hex::<16>(&v[3..35]).ok_or(TraceParentError::InvalidTraceId)?;
+        let parent_id = parse_hex::<8>(&v[36..52]).ok_or(TraceParentError::InvalidParentId)?;
+        let flags = parse_hex::<1>(&v[53..55]).ok_or(TraceParentError::InvalidFlags)?[0];
+        if v.len() > TRACEPARENT_LEN && v[TRACEPARENT_LEN] != b'-' {
+            // Printable ASCII after the '-' was already checked above.
+            return Err(TraceParentError::InvalidSuffix);
+        }
+        if trace_id == [0; 16] {
+            return Err(TraceParentError::ZeroTraceId);
+        }
+        if parent_id == [0; 8] {
+            return Err(TraceParentError::ZeroParentId);
+        }
+        Ok(TraceParent {
+            version,
+            trace_id: TraceId::from_bytes(trace_id),
+            parent_id: SpanId::from_bytes(parent_id),
+            flags,
+        })
+    }
+
+    /// Parses all lines of a traceparent header: identical repeats count as one, lines that
+    /// differ make the header invalid (SPEC §1).
+    pub fn parse_lines<'a, I>(lines: I, limit: usize) -> Result<TraceParent, TraceParentError>
+    where
+        I: IntoIterator<Item = &'a str>,
+    {
+        let mut lines = lines.into_iter();
+        let first = lines
+            .next()
+            .ok_or(TraceParentError::WrongLength { version: 0, len: 0 })?;
+        for other in lines {
+            if trim_ows(other) != trim_ows(first) {
+                return Err(TraceParentError::ConflictingLines);
+            }
+        }
+        Self::parse_with_limit(first, limit)
+    }
+
+    /// The traceparent of a span context, flags restricted to the bits lens sends on.
+    /// `None` when the trace-id or span-id is all zeros (SPEC §5).
+    pub fn from_span_context(sc: &SpanContext) -> Option<TraceParent> {
+        if sc.trace_id() == TraceId::INVALID || sc.span_id() == SpanId::INVALID {
+            return None;
+        }
+        Some(TraceParent {
+            version: 0,
+            trace_id: sc.trace_id(),
+            parent_id: sc.span_id(),
+            flags: sc.trace_flags().to_u8() & KNOWN_FLAGS,
+        })
+    }
+
+    /// A remote span context with these ids and flags (as received) and the given trace state.
+    pub fn to_remote_span_context(&self, trace_state: TraceState) -> SpanContext {
+        SpanContext::new(
+            self.trace_id,
+            self.parent_id,
+            TraceFlags::new(self.flags),
+            true,
+            trace_state,
+        )
+    }
+
+    /// Whether the sampled flag is set.
+    pub fn is_sampled(&self) -> bool {
+        self.flags & FLAG_SAMPLED != 0
+    }
+
+    /// Whether the random flag (Trace Context Level 2) is set.
+    pub fn is_random(&self) -> bool {
+        self.flags & FLAG_RANDOM != 0
+    }
+
+    /// Encodes as a version-00 value: `00-{trace_id}-{parent_id}-{flags}`, flags restricted to
+    /// sampled and random (SPEC §1).
+    pub fn encode(&self) -> [u8; TRACEPARENT_LEN] {
+        let mut out = *b"00-00000000000000000000000000000000-0000000000000000-00";
+        write_hex(&mut out[3..35], &self.trace_id.to_bytes());
+        write_hex(&mut out[36..52], &self.parent_id.to_bytes());
+        write_hex(&mut out[53..55], &[self.flags & KNOWN_FLAGS]);
+        out
+    }
+
+    /// [`TraceParent::encode`] as a `String`.
+    pub fn to_header_string(&self) -> String {
+        let buf = self.encode();
+        // `encode` writes ASCII only, so this never takes the empty fallback.
+        std::str::from_utf8(&buf)
+            .map(str::to_owned)
+            .unwrap_or_default()
+    }
+}
+
+impl fmt::Display for TraceParent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_header_string())
+    }
+}
+
+impl std::str::FromStr for TraceParent {
+    type Err = TraceParentError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        TraceParent::parse(s)
+    }
+}
