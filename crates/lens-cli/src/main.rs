@@ -1,0 +1,54 @@
+//! `lens`: command-line tools for W3C Trace Context and W3C Baggage.
+//!
+//! * `lens inspect VALUE...`: decode a traceparent, tracestate or baggage value (or a
+//!   `name: value` header line) and say which rule of SPEC.md rejects anything invalid.
+//!
+//! Exit status: 0 valid, 1 invalid, 2 usage error.
+
+use std::process::ExitCode;
+
+mod inspect;
+
+const USAGE: &str = "\
+usage: lens <COMMAND> [ARGS...]
+
+commands:
+  inspect   decode and check traceparent, tracestate and baggage values
+  help      print this text
+
+`lens <COMMAND> --help` describes a command.";
+
+/// Exit status for a command-line (usage) error.
+const USAGE_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    let mut args = Vec::new();
+    for arg in std::env::args_os().skip(1) {
+        match arg.into_string() {
+            Ok(arg) => args.push(arg),
+            Err(arg) => {
+                eprintln!("error: argument {arg:?} is not valid UTF-8\n\n{USAGE}");
+                return ExitCode::from(USAGE_ERROR);
+            }
+        }
+    }
+    let Some((command, rest)) = args.split_first() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(USAGE_ERROR);
+    };
+    match command.as_str() {
+        "inspect" => inspect::main(rest),
+        "help" | "-h" | "--help" => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        "-V" | "--version" => {
+            println!("lens {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        other => {
+            eprintln!("error: unknown command `{other}`\n\n{USAGE}");
+            ExitCode::from(USAGE_ERROR)
+        }
+    }
+}
