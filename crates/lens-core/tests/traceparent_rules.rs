@@ -1,0 +1,192 @@
+//! SPEC.md §1: one behaviour per test.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use lens_core::traceparent::{TraceParent, TraceParentError};
+
+const VALID: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+fn err(v: &str) -> TraceParentError {
+    TraceParent::parse(v).unwrap_err()
+}
+
+#[test]
+fn valid_version_00_parses_ids_and_flags() {
+    let tp = TraceParent::parse(VALID).unwrap();
+    assert_eq!(tp.version, 0);
+    assert_eq!(tp.trace_id.to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(tp.parent_id.to_string(), "00f067aa0ba902b7");
+    assert_eq!(tp.flags, 1);
+}
+
+#[test]
+fn uppercase_hex_is_invalid() {
+    assert_eq!(
+        err(&VALID.replace("4bf9", "4BF9")),
+        TraceParentError::InvalidTraceId
+    );
+    assert_eq!(
+        err(&VALID.replace("00f0", "00F0")),
+        TraceParentError::InvalidParentId
+    );
+    assert_eq!(
+        err(&VALID.replace("-01", "-0A")),
+        TraceParentError::InvalidFlags
+    );
+}
+
+#[test]
+fn plus_sign_in_a_field_is_invalid() {
+    assert_eq!(
+        err(&VALID.replace("4bf9", "+bf9")),
+        TraceParentError::InvalidTraceId
+    );
+}
+
+#[test]
+fn short_or_long_fields_are_invalid() {
+    assert!(TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01").is_err());
+    assert!(
+        TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b77-01").is_err()
+    );
+    assert!(TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1").is_err());
+}
+
+#[test]
+fn version_00_with_trailing_dash_or_extra_characters_is_invalid() {
+    assert!(matches!(
+        err(&format!("{VALID}-")),
+        TraceParentError::WrongLength { .. }
+    ));
+    assert!(matches!(
+        err(&format!("{VALID}-abc")),
+        TraceParentError::WrongLength { .. }
+    ));
+}
+
+#[test]
+fn version_ff_is_invalid() {
+    assert_eq!(
+        err(&VALID.replacen("00", "ff", 1)),
+        TraceParentError::ForbiddenVersion
+    );
+}
+
+#[test]
+fn higher_version_parses_with_the_00_layout() {
+    let tp = TraceParent::parse(&VALID.replacen("00", "cc", 1)).unwrap();
+    assert_eq!(tp.version, 0xcc);
+    assert_eq!(tp.trace_id.to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
+}
+
+#[test]
+fn higher_version_may_continue_with_dash_and_printable_ascii() {
+    let v = format!("{}-what the future holds", VALID.replacen("00", "01", 1));
+    assert!(TraceParent::parse(&v).is_ok());
+}
+
+#[test]
+fn higher_version_continuing_without_dash_is_invalid() {
+    let v = format!("{}xyz", VALID.replacen("00", "01", 1));
+    assert_eq!(err(&v), TraceParentError::InvalidSuffix);
+}
+
+#[test]
+fn higher_version_continuing_with_control_character_is_invalid() {
+    let v = format!("{}-a\u{1}b", VALID.replacen("00", "01", 1));
+    assert!(matches!(err(&v), TraceParentError::InvalidCharacter { .. }));
+}
+
+#[test]
+fn all_zero_trace_id_is_invalid() {
+    let v = "00-00000000000000000000000000000000-00f067aa0ba902b7-01";
+    assert_eq!(err(v), TraceParentError::ZeroTraceId);
+}
+
+#[test]
+fn all_zero_parent_id_is_invalid() {
+    let v = "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01";
+    assert_eq!(err(v), TraceParentError::ZeroParentId);
+}
+
+#[test]
+fn spaces_and_tabs_around_the_value_are_ignored() {
+    assert!(TraceParent::parse(&format!(" \t{VALID}\t ")).is_ok());
+}
+
+#[test]
+fn trailing_newline_is_invalid() {
+    assert!(matches!(
+        err(&format!("{VALID}\n")),
+        TraceParentError::InvalidCharacter { .. }
+    ));
+}
+
+#[test]
+fn non_ascii_is_invalid() {
+    assert!(matches!(
+        err(&format!("{VALID}é")),
+        TraceParentError::InvalidCharacter { .. }
+    ));
+}
+
+#[test]
+fn value_longer_than_512_bytes_is_invalid() {
+    let v = format!("{}-{}", VALID.replacen("00", "01", 1), "a".repeat(512 - 56));
+    assert_eq!(v.len(), 512);
+    assert!(TraceParent::parse(&v).is_ok());
+    let v = format!("{v}a");
+    assert_eq!(
+        err(&v),
+        TraceParentError::TooLong {
+            len: 513,
+            limit: 512
+        }
+    );
+}
+
+#[test]
+fn the_limit_counts_bytes_not_characters() {
+    // 512 characters, more bytes: invalid before anything else is looked at.
+    let v = format!("{}-{}", VALID.replacen("00", "01", 1), "é".repeat(300));
+    assert!(v.chars().count() <= 512 && v.len() > 512);
+    assert!(matches!(err(&v), TraceParentError::TooLong { .. }));
+}
+
+#[test]
+fn identical_repeated_lines_count_as_one() {
+    let tp = TraceParent::parse_lines([VALID, VALID, &format!(" {VALID}")], 512).unwrap();
+    assert_eq!(tp, TraceParent::parse(VALID).unwrap());
+}
+
+#[test]
+fn differing_lines_are_invalid() {
+    let other = VALID.replace("-01", "-00");
+    assert_eq!(
+        TraceParent::parse_lines([VALID, &other], 512).unwrap_err(),
+        TraceParentError::ConflictingLines
+    );
+}
+
+#[test]
+fn encode_restricts_flags_to_sampled_and_random() {
+    let tp = TraceParent::parse(&VALID.replace("-01", "-ff")).unwrap();
+    assert_eq!(tp.flags, 0xff);
+    assert_eq!(&tp.encode()[53..], b"03");
+}
+
+#[test]
+fn encode_always_writes_version_00() {
+    let tp = TraceParent::parse(&VALID.replacen("00", "01", 1)).unwrap();
+    assert_eq!(tp.to_header_string(), VALID);
+}
+
+#[test]
+fn random_flag_is_reported() {
+    let tp = TraceParent::parse(&VALID.replace("-01", "-02")).unwrap();
+    assert!(tp.is_random() && !tp.is_sampled());
+}
+
+#[test]
+fn errors_name_the_spec_rule() {
+    assert!(err("junk").to_string().contains("SPEC §1"));
+}

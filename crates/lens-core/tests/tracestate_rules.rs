@@ -1,0 +1,168 @@
+//! SPEC.md §2: one behaviour per test.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use lens_core::Limits;
+use lens_core::tracestate::{TraceStateError, TraceStateList};
+
+fn parse(lines: &[&str]) -> Result<TraceStateList, TraceStateError> {
+    TraceStateList::parse(lines.iter().copied(), &Limits::default())
+}
+
+fn members(list: &TraceStateList) -> Vec<(String, String)> {
+    list.members()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+#[test]
+fn several_lines_are_one_list() {
+    let list = parse(&["a=1", "b=2,c=3"]).unwrap();
+    assert_eq!(list.header(), "a=1,b=2,c=3");
+}
+
+#[test]
+fn spaces_and_tabs_around_members_are_ignored() {
+    let list = parse(&[" a=1 ,\tb=2\t"]).unwrap();
+    assert_eq!(list.header(), "a=1,b=2");
+}
+
+#[test]
+fn empty_members_are_skipped() {
+    assert_eq!(parse(&["a=1,,, ,b=2,"]).unwrap().header(), "a=1,b=2");
+}
+
+#[test]
+fn current_w3c_key_grammar_is_accepted() {
+    for key in [
+        "1abc",
+        "t@1v",
+        "foo@@bar",
+        "tenant@vendorwith14c",
+        "a-_*/@z",
+    ] {
+        let list = parse(&[&format!("{key}=v")]).unwrap();
+        assert_eq!(list.get(key), Some("v"), "{key}");
+    }
+}
+
+#[test]
+fn keys_opentelemetry_rejects_are_still_kept() {
+    let list = parse(&["foo@@bar=1,ok=2"]).unwrap();
+    assert!(!list.fits_otel());
+    assert_eq!(list.to_otel().header(), "ok=2");
+    assert_eq!(list.header(), "foo@@bar=1,ok=2");
+}
+
+#[test]
+fn uppercase_key_drops_the_whole_list() {
+    assert!(matches!(
+        parse(&["a=1,Bad=2"]),
+        Err(TraceStateError::InvalidKey { .. })
+    ));
+}
+
+#[test]
+fn key_starting_with_a_symbol_is_invalid() {
+    assert!(parse(&["_a=1"]).is_err());
+    assert!(parse(&["@a=1"]).is_err());
+}
+
+#[test]
+fn key_of_256_characters_is_valid_and_257_is_not() {
+    let k = format!("a{}", "b".repeat(255));
+    assert!(parse(&[&format!("{k}=v")]).is_ok());
+    assert!(parse(&[&format!("{k}b=v")]).is_err());
+}
+
+#[test]
+fn member_without_equals_is_invalid() {
+    assert!(matches!(
+        parse(&["a=1,b"]),
+        Err(TraceStateError::MissingEquals { .. })
+    ));
+}
+
+#[test]
+fn empty_value_is_invalid() {
+    assert!(matches!(
+        parse(&["a="]),
+        Err(TraceStateError::InvalidValue { .. })
+    ));
+}
+
+#[test]
+fn value_with_equals_is_invalid() {
+    assert!(parse(&["a=b=c"]).is_err());
+}
+
+#[test]
+fn leading_spaces_are_part_of_the_value() {
+    let list = parse(&["a=  v"]).unwrap();
+    assert_eq!(list.get("a"), Some("  v"));
+}
+
+#[test]
+fn trailing_spaces_are_whitespace_not_value() {
+    let list = parse(&["a=v  \t"]).unwrap();
+    assert_eq!(list.get("a"), Some("v"));
+}
+
+#[test]
+fn value_of_256_characters_is_valid_and_257_is_not() {
+    assert!(parse(&[&format!("a={}", "x".repeat(256))]).is_ok());
+    assert!(parse(&[&format!("a={}", "x".repeat(257))]).is_err());
+}
+
+#[test]
+fn non_printable_value_is_invalid() {
+    assert!(parse(&["a=x\u{7f}"]).is_err());
+    assert!(parse(&["a=é"]).is_err());
+}
+
+#[test]
+fn thirty_two_members_are_kept() {
+    let h: Vec<String> = (0..32).map(|i| format!("k{i}=v")).collect();
+    assert_eq!(parse(&[&h.join(",")]).unwrap().len(), 32);
+}
+
+#[test]
+fn thirty_three_members_drop_the_whole_list() {
+    let h: Vec<String> = (0..33).map(|i| format!("k{i}=v")).collect();
+    assert_eq!(
+        parse(&[&h.join(",")]),
+        Err(TraceStateError::TooManyMembers { limit: 32 })
+    );
+}
+
+#[test]
+fn more_than_8192_bytes_drop_the_whole_list() {
+    let big = format!("a={},b={}", "x".repeat(256), "y".repeat(256));
+    let lines: Vec<&str> = std::iter::repeat_n(big.as_str(), 16).collect();
+    assert!(matches!(
+        parse(&lines),
+        Err(TraceStateError::TooLong { .. })
+    ));
+}
+
+#[test]
+fn repeated_key_keeps_its_first_member() {
+    let list = parse(&["a=1,b=2,a=3"]).unwrap();
+    assert_eq!(
+        members(&list),
+        [("a".into(), "1".into()), ("b".into(), "2".into())]
+    );
+}
+
+#[test]
+fn limits_are_configurable() {
+    let limits = Limits::default().with_tracestate_members(2);
+    assert!(TraceStateList::parse(["a=1,b=2,c=3"], &limits).is_err());
+}
+
+#[test]
+fn otel_state_matches_only_while_unchanged() {
+    let list = parse(&["a=1,b=2"]).unwrap();
+    let otel = list.to_otel();
+    assert!(list.matches_otel(&otel));
+    assert!(!list.matches_otel(&otel.insert("c", "3").unwrap()));
+}
