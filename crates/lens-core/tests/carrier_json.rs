@@ -551,6 +551,33 @@ fn errors_have_clear_messages() {
     assert!(parse("1").unwrap_err().is_not_an_object());
 }
 
+#[test]
+fn many_distinct_keys_at_size_limit() {
+    let mut s = String::from("{");
+    let mut i = 0;
+    while s.len() < 64 * 1024 - 32 {
+        s.push_str(&format!("\"{i:x}\":\"\","));
+        i += 1;
+    }
+    s.push_str("\"end\":\"\"}");
+    let start = std::time::Instant::now();
+    let c = parse(&s).unwrap();
+    assert_eq!(c.len(), i + 1);
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn one_key_repeated_to_size_limit() {
+    let mut s = String::from("{");
+    while s.len() < 64 * 1024 - 32 {
+        s.push_str("\"k\":\"v\",");
+    }
+    s.push_str("\"k\":[\"a\",\"b\"]}");
+    let c = parse(&s).unwrap();
+    assert_eq!(c.len(), 1);
+    assert_eq!(c.get_all("k").unwrap(), ["a", "b"]);
+}
+
 // ------------------------------------------------------------------------------------------
 // Robustness
 // ------------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ fn current_w3c_key_grammar_is_accepted() {
         "1abc",
         "t@1v",
         "foo@@bar",
-        "tenant@vendorwith14c",
+        "tenant@vendorwith14ch",
         "a-_*/@z",
     ] {
         let list = parse(&[&format!("{key}=v")]).unwrap();
