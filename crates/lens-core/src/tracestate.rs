@@ -98,17 +98,20 @@ fn valid_value(value: &[u8]) -> bool {
             .all(|&b| (0x20..=0x7e).contains(&b) && b != b',' && b != b'=')
 }
 
-/// Whether opentelemetry's `TraceState` accepts this key (it predates the current grammar).
+/// Whether opentelemetry's `TraceState` accepts this (already valid) key: its check predates the
+/// current grammar and allows one `@` with at most 13 characters after it, the first of them a
+/// lowercase letter or digit. Mirrors opentelemetry 0.33's `TraceState::valid_key`.
 fn otel_accepts_key(key: &str) -> bool {
     let bytes = key.as_bytes();
     match bytes.iter().position(|&b| b == b'@') {
         None => true,
         Some(at) => {
             let vendor = &bytes[at + 1..];
-            !vendor.is_empty()
-                && vendor.len() <= 13
+            vendor.len() <= 13
                 && !vendor.contains(&b'@')
-                && (vendor[0].is_ascii_lowercase() || vendor[0].is_ascii_digit())
+                && vendor
+                    .first()
+                    .is_none_or(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
         }
     }
 }
