@@ -291,7 +291,7 @@ fn bench(args: &[String]) -> Result {
         }
         run(&format!("bench {}/{}", suite.package, suite.bench), command)?;
     }
-    let criterion = target_dir().join("criterion");
+    let criterion = criterion_dir();
     let report = criterion.join("report").join("index.html");
     if report.is_file() {
         println!("\ncriterion report: {}", report.display());
@@ -317,12 +317,30 @@ fn workspace_root() -> PathBuf {
     manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
 }
 
-/// The cargo target directory: `CARGO_TARGET_DIR` if set, else `<workspace>/target`.
-fn target_dir() -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) if !dir.is_empty() => workspace_root().join(dir),
-        _ => workspace_root().join("target"),
+/// Where criterion writes its results: `$CRITERION_HOME`, else `<target-dir>/criterion`, with the
+/// target dir found as criterion finds it (`$CARGO_TARGET_DIR`, else `cargo metadata`).
+fn criterion_dir() -> PathBuf {
+    if let Some(home) = std::env::var_os("CRITERION_HOME").filter(|h| !h.is_empty()) {
+        return PathBuf::from(home);
     }
+    let target = match std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) => workspace_root().join(dir),
+        None => metadata_target_dir().unwrap_or_else(|| workspace_root().join("target")),
+    };
+    target.join("criterion")
+}
+
+/// `target_directory` from `cargo metadata` (read without a JSON parser: it is a plain path).
+fn metadata_target_dir() -> Option<PathBuf> {
+    let output = cargo(&["metadata", "--format-version", "1", "--no-deps"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let text = String::from_utf8(output.stdout).ok()?;
+    let key = "\"target_directory\":\"";
+    let start = text.find(key)? + key.len();
+    let end = start + text[start..].find('"')?;
+    Some(PathBuf::from(text[start..end].replace("\\\\", "\\")))
 }
 
 /// A `cargo` command with `args`, run from the workspace root. Uses the cargo that started
@@ -367,4 +385,34 @@ fn show(command: &Command) -> String {
         .chain(command.get_args().map(|a| a.to_string_lossy().into_owned()))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cargo_metadata_names_an_absolute_target_dir() {
+        let dir = metadata_target_dir();
+        assert!(dir.as_ref().is_some_and(|d| d.is_absolute()), "{dir:?}");
+    }
+
+    #[test]
+    fn commands_are_shown_by_program_name() {
+        let command = cargo(&["fmt", "--all"]);
+        assert!(
+            show(&command).ends_with("cargo fmt --all"),
+            "{}",
+            show(&command)
+        );
+    }
+
+    #[test]
+    fn every_bench_group_name_is_unique_and_not_all() {
+        let names: Vec<&str> = BENCH_GROUPS.iter().map(|(n, _)| *n).collect();
+        for (i, name) in names.iter().enumerate() {
+            assert_ne!(*name, "all");
+            assert!(!names[i + 1..].contains(name), "{name} twice");
+        }
+    }
 }
