@@ -263,6 +263,7 @@ impl BaggageList {
             size: 0,
             dirty: false,
             scratch: Vec::new(),
+            index: KeyIndex::default(),
         };
         'lines: for line in lines {
             if parser.list.header.capacity() == 0 {
@@ -429,6 +430,82 @@ struct Parser<'l> {
     dirty: bool,
     /// Percent-decoding buffer, reused across members.
     scratch: Vec<u8>,
+    /// Finds a repeated key without comparing it to every member.
+    index: KeyIndex,
+}
+
+/// Open-addressing hash index from key to entry position, built only once a list grows past
+/// [`KeyIndex::LINEAR`] members (a plain scan is faster below that). Its size follows the number
+/// of members kept, so it is bounded by the member limit.
+#[derive(Default)]
+struct KeyIndex {
+    /// Entry position + 1; 0 marks a free slot. The length is 0 or a power of two.
+    slots: Vec<u32>,
+}
+
+impl KeyIndex {
+    /// Lists up to this many members are searched linearly.
+    const LINEAR: usize = 8;
+
+    fn hash(key: &str) -> usize {
+        // FNV-1a: keys are short, and the index only has to spread them, not resist attack:
+        // a collision costs one more key comparison, still bounded by the member limit.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for &b in key.as_bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        // Truncation is fine: only the low bits select a slot.
+        h as usize
+    }
+
+    fn find(&self, entries: &[BaggageEntry], key: &str) -> Option<usize> {
+        if self.slots.is_empty() {
+            return entries.iter().position(|e| e.key == key);
+        }
+        let mask = self.slots.len() - 1;
+        let mut slot = Self::hash(key) & mask;
+        loop {
+            let position = usize::try_from(*self.slots.get(slot)?)
+                .ok()?
+                .checked_sub(1)?;
+            if entries.get(position).is_some_and(|e| e.key == key) {
+                return Some(position);
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+
+    /// Records that `entries` just gained its last member.
+    fn pushed(&mut self, entries: &[BaggageEntry]) {
+        let len = entries.len();
+        if len <= Self::LINEAR {
+            return;
+        }
+        if self.slots.len() < 2 * len {
+            self.slots.clear();
+            self.slots.resize((2 * len).next_power_of_two().max(32), 0);
+            for i in 0..len {
+                self.insert(entries, i);
+            }
+        } else {
+            self.insert(entries, len - 1);
+        }
+    }
+
+    fn insert(&mut self, entries: &[BaggageEntry], position: usize) {
+        let (Some(entry), Ok(stored)) = (entries.get(position), u32::try_from(position + 1)) else {
+            return;
+        };
+        let mask = self.slots.len() - 1;
+        let mut slot = Self::hash(&entry.key) & mask;
+        while let Some(occupied) = self.slots.get_mut(slot) {
+            if *occupied == 0 {
+                *occupied = stored;
+                return;
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
 }
 
 /// A syntactically valid member, not yet decoded.
@@ -456,14 +533,14 @@ impl Parser<'_> {
             }
         };
         let limits = self.limits;
-        let position = self.list.entries.iter().position(|e| e.key == parsed.key);
-        let too_large = |reason| BaggageIssue { member, reason };
+        let position = self.index.find(&self.list.entries, parsed.key);
+        let issue = |reason| BaggageIssue { member, reason };
         // Size of the header without the member being replaced, plus the separator for a new one.
         let base = match position.and_then(|i| self.list.entries.get(i)) {
             Some(old) => self.size - old.encoded_len(),
             None => {
                 if self.list.entries.len() >= limits.baggage_members {
-                    report(too_large(BaggageIssueReason::TooManyMembers));
+                    report(issue(BaggageIssueReason::TooManyMembers));
                     return false;
                 }
                 self.size + usize::from(!self.list.entries.is_empty())
@@ -477,13 +554,13 @@ impl Parser<'_> {
             parsed.properties_len,
         );
         if base + lower_bound > limits.baggage_bytes {
-            report(too_large(BaggageIssueReason::TooLarge));
+            report(issue(BaggageIssueReason::TooLarge));
             return false;
         }
         let value = decode_value(parsed.value, self.plus_as_space, &mut self.scratch);
         let new_size = base + member_len(parsed.key, encoded_len(&value), parsed.properties_len);
         if new_size > limits.baggage_bytes {
-            report(too_large(BaggageIssueReason::TooLarge));
+            report(issue(BaggageIssueReason::TooLarge));
             return false;
         }
         self.size = new_size;
@@ -516,6 +593,7 @@ impl Parser<'_> {
                     entry.write(header);
                 }
                 self.list.entries.push(entry);
+                self.index.pushed(&self.list.entries);
             }
         }
         true
@@ -752,5 +830,15 @@ fn is_value_octet(b: u8) -> bool {
 
 /// Removes spaces and tabs (only those) at both ends.
 fn trim_ows(s: &str) -> &str {
-    s.trim_matches([' ', '\t'])
+    let bytes = s.as_bytes();
+    let is_ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let Some(start) = bytes.iter().position(|b| !is_ows(b)) else {
+        return "";
+    };
+    let end = bytes
+        .iter()
+        .rposition(|b| !is_ows(b))
+        .map_or(start, |i| i + 1);
+    // Both ends are next to ASCII bytes, so they are character boundaries.
+    s.get(start..end).unwrap_or_default()
 }
