@@ -1,0 +1,52 @@
+//! lens-axum: a tower [`Layer`](tower_layer::Layer) for axum 0.8 (and any tower HTTP service)
+//! that continues W3C Trace Context and Baggage with lens-core and records one OpenTelemetry
+//! SERVER span per request.
+//!
+//! ```
+//! use axum::{Router, routing::get};
+//! use lens_axum::{LensLayer, RequestContext};
+//! use opentelemetry::trace::TraceContextExt;
+//!
+//! async fn hello(cx: RequestContext) -> String {
+//!     // The SERVER span is also `Context::current()` while the handler runs.
+//!     assert!(opentelemetry::Context::current().span().span_context().is_valid()
+//!         || !cx.context().span().span_context().is_valid());
+//!     format!("trace {}", cx.trace_id().map(|t| t.to_string()).unwrap_or_default())
+//! }
+//!
+//! // `Router::layer`, so that spans are named after the matched route: `GET /hello/{name}`.
+//! let app: Router = Router::new()
+//!     .route("/hello/{name}", get(hello))
+//!     .layer(LensLayer::new());
+//! // axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>())
+//! ```
+//!
+//! Per request, the layer:
+//! * extracts `traceparent`, `tracestate` and `baggage` with lens-core (SPEC.md §1-§3) through
+//!   an [`InboundPolicy`](lens_core::policy::InboundPolicy): Trust makes the remote span the
+//!   parent, Link starts a new trace with a link to it, Ignore starts a plain new trace;
+//!   untrusted requests contribute no baggage;
+//! * starts a SERVER span named `{METHOD} {route}` (route from axum's
+//!   [`MatchedPath`](axum::extract::MatchedPath)) or `{METHOD}`, with the stable HTTP semantic
+//!   convention attributes (`http.request.method`, `url.path`, `url.scheme`, `http.route`,
+//!   `http.response.status_code`, `server.address`, `server.port`, `network.protocol.version`,
+//!   `user_agent.original`, `client.address`), status Error and `error.type` on 5xx and failures;
+//! * makes that span the current [`Context`](opentelemetry::Context) while the inner service
+//!   runs, so `Context::current()`, lens-reqwest calls and `tracing` spans (through
+//!   tracing-opentelemetry) in the handler nest under it;
+//! * ends the span when the response body has been sent in full (streaming included), failed,
+//!   or was dropped.
+//!
+//! `client.address` and [`InboundPolicy::trust_private_networks`](lens_core::policy::InboundPolicy::trust_private_networks)
+//! need the peer address: serve with `into_make_service_with_connect_info::<SocketAddr>()`
+//! (feature `connect-info`, on by default).
+#![forbid(unsafe_code)]
+
+mod body;
+mod extract;
+mod layer;
+mod span;
+
+pub use body::LensBody;
+pub use extract::RequestContext;
+pub use layer::{LensLayer, LensService, RequestInfo, ResponseFuture};

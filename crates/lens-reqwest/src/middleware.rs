@@ -1,0 +1,276 @@
+//! [`LensMiddleware`]: one CLIENT span per attempt, trace context and baggage injected.
+
+use std::fmt;
+use std::sync::Arc;
+
+use http::Extensions;
+use lens_core::policy::OutboundPolicy;
+use lens_core::traceparent::FLAG_RANDOM;
+use lens_core::{HeaderCarrier, TRACEPARENT_HEADER, TRACESTATE_HEADER, W3cPropagator};
+use opentelemetry::context::FutureExt as _;
+use opentelemetry::global::BoxedTracer;
+use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
+use opentelemetry::{Context, KeyValue};
+use reqwest::{Request, Response};
+use reqwest_middleware::{Middleware, Next};
+
+use crate::span::RandomFlagSpan;
+use crate::url::{known_method, redacted_url, server_address};
+
+/// How many times this request has been sent before, kept in the request's `Extensions`,
+/// which retry middleware hands to every attempt.
+#[derive(Clone, Copy, Debug)]
+struct Attempts(u32);
+
+#[derive(Clone)]
+struct Config {
+    tracer: Arc<BoxedTracer>,
+    propagator: Option<W3cPropagator>,
+    policy: OutboundPolicy,
+    random_flag_on_new_traces: bool,
+}
+
+/// A [`reqwest_middleware::Middleware`] that records one CLIENT span per attempt and injects that
+/// span's W3C trace context (and the Context's baggage) into the request, as an
+/// [`OutboundPolicy`] allows for the destination host.
+///
+/// Register it after (inside) any retry middleware, so that every attempt gets its own span and
+/// `traceparent`; attempts after the first carry `http.request.resend_count`.
+///
+/// The parent is the `opentelemetry::Context` stored in the request's extensions
+/// (`.with_extension(cx)`), else [`Context::current()`].
+///
+/// ```
+/// use lens_core::policy::OutboundPolicy;
+/// use lens_reqwest::LensMiddleware;
+///
+/// let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+///     .with(LensMiddleware::new().with_policy(
+///         OutboundPolicy::send_everywhere().baggage_only_to(["*.internal.example"]),
+///     ))
+///     .build();
+/// # let _ = client;
+/// ```
+#[derive(Clone)]
+pub struct LensMiddleware {
+    config: Arc<Config>,
+}
+
+impl fmt::Debug for LensMiddleware {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LensMiddleware")
+            .field("propagator", &self.config.propagator)
+            .field("policy", &self.config.policy)
+            .field(
+                "random_flag_on_new_traces",
+                &self.config.random_flag_on_new_traces,
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for LensMiddleware {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LensMiddleware {
+    /// Sends trace context and baggage to every host (NeMo Lens parity), uses the tracer
+    /// `lens-reqwest` of the global tracer provider as it is when this is called (install the
+    /// provider first, or use [`LensMiddleware::with_tracer`]) and lens's process-wide propagator.
+    pub fn new() -> Self {
+        LensMiddleware {
+            config: Arc::new(Config {
+                tracer: Arc::new(opentelemetry::global::tracer("lens-reqwest")),
+                propagator: None,
+                policy: OutboundPolicy::send_everywhere(),
+                random_flag_on_new_traces: true,
+            }),
+        }
+    }
+
+    fn config_mut(&mut self) -> &mut Config {
+        Arc::make_mut(&mut self.config)
+    }
+
+    /// Creates spans with this tracer.
+    pub fn with_tracer<T>(mut self, tracer: T) -> Self
+    where
+        T: Tracer + Send + Sync + 'static,
+        T::Span: Send + Sync + 'static,
+    {
+        self.config_mut().tracer = Arc::new(BoxedTracer::new(Box::new(tracer)));
+        self
+    }
+
+    /// Decides per destination host what goes out (default: everything everywhere).
+    pub fn with_policy(mut self, policy: OutboundPolicy) -> Self {
+        self.config_mut().policy = policy;
+        self
+    }
+
+    /// Injects with this propagator instead of lens's process-wide one.
+    pub fn with_propagator(mut self, propagator: W3cPropagator) -> Self {
+        self.config_mut().propagator = Some(propagator);
+        self
+    }
+
+    /// Whether a trace this middleware starts (no parent span) is sent with the W3C random flag
+    /// (`02`). On by default, right for opentelemetry_sdk's default random id generator.
+    pub fn with_random_flag_on_new_traces(mut self, on: bool) -> Self {
+        self.config_mut().random_flag_on_new_traces = on;
+        self
+    }
+
+    /// Starts the CLIENT span for `req` and injects its context; returns the span's Context.
+    fn start(&self, req: &mut Request, extensions: &mut Extensions) -> Context {
+        let config = &*self.config;
+        let parent = extensions
+            .get::<Context>()
+            .cloned()
+            .unwrap_or_else(Context::current);
+        let resend_count = match extensions.get_mut::<Attempts>() {
+            Some(attempts) => {
+                attempts.0 = attempts.0.saturating_add(1);
+                attempts.0
+            }
+            None => {
+                extensions.insert(Attempts(0));
+                0
+            }
+        };
+
+        let method = known_method(req.method());
+        let url = req.url();
+        let mut attributes = Vec::with_capacity(6);
+        attributes.push(KeyValue::new(
+            "http.request.method",
+            method.unwrap_or("_OTHER"),
+        ));
+        if method.is_none() {
+            attributes.push(KeyValue::new(
+                "http.request.method_original",
+                req.method().as_str().to_owned(),
+            ));
+        }
+        attributes.push(KeyValue::new("url.full", redacted_url(url)));
+        let host: Option<Arc<str>> = server_address(url).map(Arc::from);
+        if let Some(host) = &host {
+            attributes.push(KeyValue::new("server.address", Arc::clone(host)));
+        }
+        if let Some(port) = url.port_or_known_default() {
+            attributes.push(KeyValue::new("server.port", i64::from(port)));
+        }
+        if resend_count > 0 {
+            attributes.push(KeyValue::new(
+                "http.request.resend_count",
+                i64::from(resend_count),
+            ));
+        }
+        let span = config
+            .tracer
+            .span_builder(method.unwrap_or("HTTP"))
+            .with_kind(SpanKind::Client)
+            .with_attributes(attributes)
+            .start_with_context(config.tracer.as_ref(), &parent);
+
+        // The random flag of the trace goes out again (SPEC §1) even where the SDK drops it.
+        let random = {
+            let parent_span = parent.span();
+            let parent_sc = parent_span.span_context();
+            if parent_sc.is_valid() {
+                parent_sc.trace_flags().to_u8() & FLAG_RANDOM != 0
+            } else {
+                config.random_flag_on_new_traces
+            }
+        };
+        let cx = if random {
+            match RandomFlagSpan::wrap(span) {
+                Ok(wrapped) => parent.with_span(wrapped),
+                Err(span) => parent.with_span(span),
+            }
+        } else {
+            parent.with_span(span)
+        };
+
+        inject(
+            config.propagator.as_ref(),
+            &config.policy,
+            &cx,
+            host.as_deref().unwrap_or_default(),
+            req.headers_mut(),
+        );
+        cx
+    }
+}
+
+/// Injects `cx` into `headers` as `policy` allows for `host`; a `traceparent`/`tracestate`
+/// already there is replaced (or removed, when `cx` has no valid span) wherever trace context
+/// may go.
+pub(crate) fn inject(
+    propagator: Option<&W3cPropagator>,
+    policy: &OutboundPolicy,
+    cx: &Context,
+    host: &str,
+    headers: &mut http::HeaderMap,
+) {
+    if policy.decide(host).trace_context {
+        headers.remove(TRACEPARENT_HEADER);
+        headers.remove(TRACESTATE_HEADER);
+    }
+    let mut carrier = HeaderCarrier(headers);
+    match propagator {
+        Some(p) => policy.inject_with(p, cx, host, &mut carrier),
+        None => policy.inject(cx, host, &mut carrier),
+    }
+}
+
+fn record_outcome(cx: &Context, result: &reqwest_middleware::Result<Response>) {
+    let span = cx.span();
+    match result {
+        Ok(res) => {
+            let status = res.status();
+            span.set_attribute(KeyValue::new(
+                "http.response.status_code",
+                i64::from(status.as_u16()),
+            ));
+            if status.is_client_error() || status.is_server_error() {
+                span.set_attribute(KeyValue::new("error.type", status.as_u16().to_string()));
+                span.set_status(Status::error(""));
+            }
+        }
+        Err(err) => {
+            span.set_attribute(KeyValue::new("error.type", error_type(err)));
+            span.set_status(Status::error(err.to_string()));
+        }
+    }
+    span.end();
+}
+
+fn error_type(err: &reqwest_middleware::Error) -> &'static str {
+    match err {
+        reqwest_middleware::Error::Middleware(_) => "middleware",
+        reqwest_middleware::Error::Reqwest(e) if e.is_timeout() => "timeout",
+        reqwest_middleware::Error::Reqwest(e) if e.is_connect() => "connect",
+        reqwest_middleware::Error::Reqwest(e) if e.is_redirect() => "redirect",
+        reqwest_middleware::Error::Reqwest(e) if e.is_body() => "body",
+        reqwest_middleware::Error::Reqwest(e) if e.is_request() => "request",
+        _ => "_OTHER",
+    }
+}
+
+#[async_trait::async_trait]
+impl Middleware for LensMiddleware {
+    async fn handle(
+        &self,
+        mut req: Request,
+        extensions: &mut Extensions,
+        next: Next<'_>,
+    ) -> reqwest_middleware::Result<Response> {
+        let cx = self.start(&mut req, extensions);
+        let result = next.run(req, extensions).with_context(cx.clone()).await;
+        record_outcome(&cx, &result);
+        result
+    }
+}
