@@ -67,11 +67,39 @@ pub enum TraceStateError {
 /// [`TraceState`] rejects (SPEC.md §10).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct TraceStateList {
-    /// Members joined by ',' without spaces: exactly the header lens sends.
+    /// Members joined by ',' without spaces: exactly the header lens sends. Keys and values
+    /// contain neither ',' nor '=', so the members are found again by splitting.
     header: String,
-    /// For each member, the byte offsets of its `=` and its end in `header`.
-    members: Vec<(u32, u32, u32)>,
+    /// Number of members.
+    len: usize,
 }
+
+/// The members of a [`TraceStateList`], in order.
+#[derive(Clone, Debug)]
+pub struct Members<'a> {
+    rest: &'a str,
+    remaining: usize,
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (&'a str, &'a str);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        let (member, rest) = self.rest.split_once(',').unwrap_or((self.rest, ""));
+        self.rest = rest;
+        Some(member.split_once('=').unwrap_or((member, "")))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl ExactSizeIterator for Members<'_> {}
 
 #[inline]
 fn is_key_char(b: u8) -> bool {
@@ -121,7 +149,7 @@ impl TraceStateList {
     pub const fn new() -> Self {
         TraceStateList {
             header: String::new(),
-            members: Vec::new(),
+            len: 0,
         }
     }
 
@@ -179,17 +207,15 @@ impl TraceStateList {
     }
 
     fn push_unchecked(&mut self, key: &str, value: &str) {
-        if !self.header.is_empty() {
+        if self.header.is_empty() {
+            self.header.reserve(key.len() + value.len() + 1);
+        } else {
             self.header.push(',');
         }
-        let start = self.header.len();
         self.header.push_str(key);
-        let eq = self.header.len();
         self.header.push('=');
         self.header.push_str(value);
-        let end = self.header.len();
-        // The header is bounded by the limits (far below 4 GiB), so offsets fit in u32.
-        self.members.push((start as u32, eq as u32, end as u32));
+        self.len += 1;
     }
 
     /// Builds a list from opentelemetry's `TraceState` (whose members are already valid).
@@ -209,13 +235,11 @@ impl TraceStateList {
     }
 
     /// The members in order.
-    pub fn members(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
-        self.members.iter().map(move |&(s, eq, e)| {
-            (
-                &self.header[s as usize..eq as usize],
-                &self.header[eq as usize + 1..e as usize],
-            )
-        })
+    pub fn members(&self) -> Members<'_> {
+        Members {
+            rest: &self.header,
+            remaining: self.len,
+        }
     }
 
     /// The value of a key.
@@ -225,12 +249,12 @@ impl TraceStateList {
 
     /// Number of members.
     pub fn len(&self) -> usize {
-        self.members.len()
+        self.len
     }
 
     /// Whether the list is empty.
     pub fn is_empty(&self) -> bool {
-        self.members.is_empty()
+        self.len == 0
     }
 
     /// The header lens sends: members joined by `,` ("" when empty: then no header is sent).

@@ -1,0 +1,254 @@
+//! lens-core against stock opentelemetry_sdk 0.33 propagators and against the floor, in ONE run.
+//!
+//! Same context for everyone: a sampled span, a tracestate of 2 members, 3 baggage entries; same
+//! carriers: `HashMap<String, String>` and `http::HeaderMap`. `cargo xtask bench core` runs it.
+//!
+//! * stock: `TextMapCompositePropagator[TraceContextPropagator, BaggagePropagator]`, over the
+//!   carriers' stock adapters (opentelemetry's `HashMap` impls, opentelemetry-http's header
+//!   injector/extractor).
+//! * floor (inject): storing the same three header strings into the same carrier.
+//! * floor (extract): building the same opentelemetry Context (span context with tracestate,
+//!   plus baggage) from already-parsed values.
+//! * floor (traceparent): formatting 55 bytes into a fixed buffer / parsing 55 bytes into ids and
+//!   flags, by hand.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use http::{HeaderMap, HeaderName, HeaderValue};
+use lens_core::traceparent::TraceParent;
+use lens_core::{HeaderCarrier, MapCarrier, W3cPropagator};
+use opentelemetry::baggage::{Baggage, BaggageExt};
+use opentelemetry::propagation::{TextMapCompositePropagator, TextMapPropagator};
+use opentelemetry::trace::{SpanContext, TraceContextExt, TraceFlags, TraceState};
+use opentelemetry::{Context, SpanId, TraceId};
+use opentelemetry_http::{HeaderExtractor, HeaderInjector};
+use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
+
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+const TRACESTATE: &str = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE";
+const BAGGAGE: &str = "user_id=12345,session=abc-def,tier=gold";
+
+fn stock() -> TextMapCompositePropagator {
+    TextMapCompositePropagator::new(vec![
+        Box::new(TraceContextPropagator::new()),
+        Box::new(BaggagePropagator::new()),
+    ])
+}
+
+fn incoming_map() -> HashMap<String, String> {
+    [
+        ("traceparent", TRACEPARENT),
+        ("tracestate", TRACESTATE),
+        ("baggage", BAGGAGE),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+fn incoming_headers() -> HeaderMap {
+    let mut h = HeaderMap::new();
+    for (k, v) in [
+        ("traceparent", TRACEPARENT),
+        ("tracestate", TRACESTATE),
+        ("baggage", BAGGAGE),
+    ] {
+        h.insert(HeaderName::from_static(k), HeaderValue::from_static(v));
+    }
+    h
+}
+
+/// The floor of extract: the same Context built from values already parsed.
+fn build_context_floor(
+    trace_id: TraceId,
+    span_id: SpanId,
+    ts: &[(&str, &str); 2],
+    bag: &[(&str, &str); 3],
+) -> Context {
+    let state = TraceState::from_key_value(ts.iter().copied()).unwrap();
+    let sc = SpanContext::new(trace_id, span_id, TraceFlags::SAMPLED, true, state);
+    let mut b = Baggage::new();
+    for (k, v) in bag {
+        b.insert((*k).to_owned(), (*v).to_owned());
+    }
+    Context::new().with_remote_span_context(sc).with_baggage(b)
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(30)
+}
+
+fn inject(c: &mut Criterion) {
+    let lens = W3cPropagator::new();
+    let stock = stock();
+    // One context for everyone: what lens extracts holds the opentelemetry values stock reads.
+    let cx = lens.extract(&MapCarrier(&incoming_map()));
+    let (tp, ts, bg) = (
+        TRACEPARENT.to_owned(),
+        TRACESTATE.to_owned(),
+        BAGGAGE.to_owned(),
+    );
+
+    let mut g = c.benchmark_group("inject/hashmap");
+    g.bench_function("stock", |b| {
+        b.iter_batched_ref(
+            HashMap::<String, String>::new,
+            |m| stock.inject_context(&cx, m),
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("lens", |b| {
+        b.iter_batched_ref(
+            HashMap::<String, String>::new,
+            |m| lens.inject_context(&cx, &mut MapCarrier(m)),
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("floor", |b| {
+        b.iter_batched_ref(
+            HashMap::<String, String>::new,
+            |m| {
+                m.insert("traceparent".to_owned(), black_box(&tp).clone());
+                m.insert("tracestate".to_owned(), black_box(&ts).clone());
+                m.insert("baggage".to_owned(), black_box(&bg).clone());
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("inject/headermap");
+    g.bench_function("stock", |b| {
+        b.iter_batched_ref(
+            HeaderMap::new,
+            |h| stock.inject_context(&cx, &mut HeaderInjector(h)),
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("lens", |b| {
+        b.iter_batched_ref(
+            HeaderMap::new,
+            |h| lens.inject_context(&cx, &mut HeaderCarrier(h)),
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("floor", |b| {
+        b.iter_batched_ref(
+            HeaderMap::new,
+            |h| {
+                for (k, v) in [("traceparent", &tp), ("tracestate", &ts), ("baggage", &bg)] {
+                    let name = HeaderName::from_bytes(k.as_bytes()).unwrap();
+                    h.insert(name, HeaderValue::try_from(black_box(v).clone()).unwrap());
+                }
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    g.finish();
+}
+
+fn extract(c: &mut Criterion) {
+    let lens = W3cPropagator::new();
+    let stock = stock();
+    let map = incoming_map();
+    let headers = incoming_headers();
+    let trace_id = TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap();
+    let span_id = SpanId::from_hex("00f067aa0ba902b7").unwrap();
+    let ts = [("rojo", "00f067aa0ba902b7"), ("congo", "t61rcWkgMzE")];
+    let bag = [
+        ("user_id", "12345"),
+        ("session", "abc-def"),
+        ("tier", "gold"),
+    ];
+
+    let mut g = c.benchmark_group("extract/hashmap");
+    g.bench_function("stock", |b| b.iter(|| stock.extract(black_box(&map))));
+    g.bench_function("lens", |b| {
+        b.iter(|| lens.extract(&MapCarrier(black_box(&map))))
+    });
+    g.bench_function("floor", |b| {
+        b.iter(|| build_context_floor(black_box(trace_id), span_id, &ts, &bag))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("extract/headermap");
+    g.bench_function("stock", |b| {
+        b.iter(|| stock.extract(&HeaderExtractor(black_box(&headers))))
+    });
+    g.bench_function("lens", |b| {
+        b.iter(|| lens.extract(&HeaderCarrier(black_box(&headers))))
+    });
+    g.bench_function("floor", |b| {
+        b.iter(|| build_context_floor(black_box(trace_id), span_id, &ts, &bag))
+    });
+    g.finish();
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Hand-written floor: hex digits into a fixed buffer, nothing else.
+fn encode_floor(trace: &[u8; 16], span: &[u8; 8], flags: u8) -> [u8; 55] {
+    let mut out = [b'-'; 55];
+    out[0] = b'0';
+    out[1] = b'0';
+    for (i, b) in trace.iter().enumerate() {
+        out[3 + 2 * i] = HEX[(b >> 4) as usize];
+        out[4 + 2 * i] = HEX[(b & 15) as usize];
+    }
+    for (i, b) in span.iter().enumerate() {
+        out[36 + 2 * i] = HEX[(b >> 4) as usize];
+        out[37 + 2 * i] = HEX[(b & 15) as usize];
+    }
+    out[53] = HEX[(flags >> 4) as usize];
+    out[54] = HEX[(flags & 15) as usize];
+    out
+}
+
+fn nibble(c: u8) -> u8 {
+    match c {
+        b'0'..=b'9' => c - b'0',
+        _ => c.wrapping_sub(b'a').wrapping_add(10),
+    }
+}
+
+/// Hand-written floor: 55 bytes into ids and flags, no validation.
+fn parse_floor(s: &[u8]) -> ([u8; 16], [u8; 8], u8) {
+    let mut trace = [0u8; 16];
+    let mut span = [0u8; 8];
+    for (i, t) in trace.iter_mut().enumerate() {
+        *t = (nibble(s[3 + 2 * i]) << 4) | nibble(s[4 + 2 * i]);
+    }
+    for (i, t) in span.iter_mut().enumerate() {
+        *t = (nibble(s[36 + 2 * i]) << 4) | nibble(s[37 + 2 * i]);
+    }
+    (trace, span, (nibble(s[53]) << 4) | nibble(s[54]))
+}
+
+fn traceparent(c: &mut Criterion) {
+    let tp = TraceParent::parse(TRACEPARENT).unwrap();
+    let (trace, span) = (tp.trace_id.to_bytes(), tp.parent_id.to_bytes());
+    let mut g = c.benchmark_group("traceparent/encode");
+    g.bench_function("lens", |b| b.iter(|| black_box(&tp).encode()));
+    g.bench_function("floor", |b| {
+        b.iter(|| encode_floor(black_box(&trace), black_box(&span), 1))
+    });
+    g.finish();
+    let mut g = c.benchmark_group("traceparent/parse");
+    g.bench_function("lens", |b| {
+        b.iter(|| TraceParent::parse(black_box(TRACEPARENT)))
+    });
+    g.bench_function("floor", |b| {
+        b.iter(|| parse_floor(black_box(TRACEPARENT.as_bytes())))
+    });
+    g.finish();
+}
+
+criterion_group! { name = benches; config = config(); targets = inject, extract, traceparent }
+criterion_main!(benches);
