@@ -1,0 +1,154 @@
+//! lens-nccl: OpenTelemetry trace context on NCCL transfers between ranks.
+//!
+//! In pipeline-parallel training, activations move between ranks over NCCL, not HTTP. NVIDIA NeMo
+//! Lens serialises the trace context to bytes that travel beside the tensor; this crate produces
+//! and reads exactly those bytes, and (feature `cuda`) moves them over NCCL itself.
+//!
+//! ```
+//! use lens_core::LensContextExt;
+//! use lens_nccl::{extract_nccl_context, serialize_context_from, FrameCodec};
+//! use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+//! use opentelemetry::Context;
+//!
+//! let sc = SpanContext::new(
+//!     TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
+//!     SpanId::from_hex("00f067aa0ba902b7").unwrap(),
+//!     TraceFlags::SAMPLED,
+//!     false,
+//!     TraceState::NONE,
+//! );
+//! let cx = Context::new().with_remote_span_context(sc).with_baggage_entry("rank", "3").unwrap();
+//!
+//! // The bytes NeMo Lens (Python) sends and reads: `json.dumps` of the carrier.
+//! let bytes = serialize_context_from(&cx);
+//! assert_eq!(
+//!     bytes,
+//!     br#"{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "baggage": "rank=3"}"#
+//! );
+//! let received = extract_nccl_context(&bytes);
+//! assert_eq!(received.span().span_context().trace_id(), cx.span().span_context().trace_id());
+//! assert_eq!(received.baggage_value("rank").as_deref(), Some("3"));
+//!
+//! // The fixed-size frame that travels beside a tensor (4 KiB by default).
+//! let codec = FrameCodec::default();
+//! let mut frame = Vec::new();
+//! codec.encode_into(&cx, &mut frame)?;
+//! assert_eq!(frame.len(), 4096);
+//! assert_eq!(codec.extract(&frame).baggage_value("rank").as_deref(), Some("3"));
+//! # Ok::<(), lens_nccl::FrameError>(())
+//! ```
+//!
+//! # Bytes (no GPU needed)
+//!
+//! - [`serialize_context`] / [`serialize_context_from`]: the Context as the JSON bytes Python's
+//!   `json.dumps(carrier)` produces (SPEC.md §6): keys in the order `traceparent`, `tracestate`,
+//!   `baggage`, separators `", "` and `": "`, non-ASCII as `\uXXXX` escapes, `{}` when empty.
+//! - [`deserialize_context`]: the bytes as a [`Carrier`], `None` when they are rejected
+//!   (SPEC.md §4: not UTF-8, not strict JSON, not an object, over 64 KiB, nested over 32 levels).
+//! - [`extract_nccl_context`]: the Context in the bytes; the caller's current Context when the
+//!   bytes are rejected, as Python does (SPEC.md §5).
+//!
+//! # Frames
+//!
+//! A [`FrameCodec`] puts the serialized bytes in a fixed-size frame (a 16-byte header: magic,
+//! version, length, checksum; then the bytes; then zeros), so that the receiver can post a
+//! receive of known size. When the context does not fit, baggage members are dropped from the
+//! end first, then the tracestate, never the traceparent; if even that does not fit, encoding
+//! fails with [`FrameError::TooLarge`]. Decoding a truncated, corrupt or foreign frame gives the
+//! caller's current Context, never a panic.
+//!
+//! # NCCL (feature `cuda`, off by default)
+//!
+//! The `nccl` module (feature `cuda`) sends the frame in the same NCCL group call as the payload.
+//! It is built on cudarc 0.19 with dynamic loading, so the crate compiles without CUDA; at run
+//! time every entry point returns an `NcclError::Unavailable` error with the reason when libcuda,
+//! libnccl or a GPU is missing. Feature choice:
+//!
+//! - `nccl-02028`: the NCCL 2.28 ABI. PyTorch 2.11 depends on the `nvidia-nccl-cu13` wheel,
+//!   NCCL 2.28, which is what a Rust rank beside a PyTorch rank finds on the machine. cudarc's
+//!   newer ABI features (2.29, 2.30) bind symbols that NCCL 2.28 lacks and structure layouts that
+//!   differ, and cudarc panics when a bound symbol is missing at its first call.
+//! - `cuda-13000`: the CUDA 13.0 driver API bindings, the CUDA major version of that wheel; the
+//!   oldest 13.x bindings, so any driver that runs CUDA 13 serves them.
+//!
+//! Finding NCCL: the pip wheel ships only `libnccl.so.2`, a name cudarc does not try (it tries
+//! `libnccl.so` and `libnccl.so.<cuda major>`, among others). Put a `libnccl.so` symlink to the
+//! wheel's library in a folder on `LD_LIBRARY_PATH` before starting the process:
+//!
+//! ```sh
+//! NCCL_LIB=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], "lib"))')
+//! mkdir -p /tmp/lens-nccl-lib && ln -sf "$NCCL_LIB/libnccl.so.2" /tmp/lens-nccl-lib/libnccl.so
+//! export LD_LIBRARY_PATH=/tmp/lens-nccl-lib:$LD_LIBRARY_PATH
+//! ```
+//!
+//! `cargo xtask gpu-test` and `scripts/nccl-gpu-test.sh` do this themselves.
+#![deny(unsafe_code)]
+
+mod error;
+mod frame;
+
+pub use error::{FrameDecodeError, FrameError};
+pub use frame::{
+    DEFAULT_FRAME_CAPACITY, FRAME_HEADER_LEN, FRAME_MAGIC, FRAME_VERSION, FrameCodec, FrameEncoding,
+};
+pub use lens_core::Carrier;
+
+use lens_core::{extract_context, inject_context_from};
+use opentelemetry::Context;
+
+/// The current Context as NCCL bytes (NeMo Lens `serialize_context()`): exactly what Python's
+/// `json.dumps(carrier)` gives for the same context (SPEC.md §6).
+///
+/// ```
+/// let _guard = opentelemetry::Context::new().attach();
+/// assert_eq!(lens_nccl::serialize_context(), b"{}");
+/// ```
+pub fn serialize_context() -> Vec<u8> {
+    Context::map_current(serialize_context_from)
+}
+
+/// `cx` as NCCL bytes: lens-core's propagator injects into a [`Carrier`], which is written as
+/// Python's `json.dumps` writes it (SPEC.md §6).
+pub fn serialize_context_from(cx: &Context) -> Vec<u8> {
+    let mut out = Vec::new();
+    serialize_context_into(cx, &mut out);
+    out
+}
+
+/// Appends [`serialize_context_from`]'s bytes to `out` (reuse one buffer across calls).
+pub fn serialize_context_into(cx: &Context, out: &mut Vec<u8>) {
+    context_carrier(cx).write_json(out);
+}
+
+/// The carrier lens-core's propagator fills for `cx`: `traceparent`, `tracestate` and
+/// `baggage`, in that order, each present only when there is something to send.
+pub fn context_carrier(cx: &Context) -> Carrier {
+    let mut carrier = Carrier::with_capacity(3);
+    inject_context_from(cx, &mut carrier);
+    carrier
+}
+
+/// The carrier in NCCL bytes (NeMo Lens `deserialize_context`); `None` when the bytes are
+/// rejected (SPEC.md §4: not UTF-8, not strict JSON, not a JSON object, over 64 KiB, nested
+/// deeper than 32 levels).
+///
+/// ```
+/// let carrier = lens_nccl::deserialize_context(br#"{"baggage": "k=v"}"#).unwrap();
+/// assert_eq!(carrier.get("baggage"), Some("k=v"));
+/// assert!(lens_nccl::deserialize_context(b"null").is_none());
+/// ```
+pub fn deserialize_context(bytes: &[u8]) -> Option<Carrier> {
+    Carrier::from_json_bytes(bytes).ok()
+}
+
+/// The Context in NCCL bytes (NeMo Lens `extract_nccl_context`).
+///
+/// Bytes that hold a carrier are extracted from an empty Context (SPEC.md §5): `{}` gives an
+/// empty Context. Bytes that are rejected (see [`deserialize_context`]) give the caller's current
+/// Context, as Python does.
+pub fn extract_nccl_context(bytes: &[u8]) -> Context {
+    match Carrier::from_json_bytes(bytes) {
+        Ok(carrier) => extract_context(&carrier),
+        Err(_) => Context::current(),
+    }
+}
