@@ -107,6 +107,64 @@ pub enum TraceParentError {
     ConflictingLines,
 }
 
+/// Lowercase hex digit values; 0xff for every other byte.
+const HEX_VALUES: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
+/// Decodes `2 * N` lowercase hex digits; any other byte sets bits above the low nibble in the
+/// returned error mask, so the loop has no branch per digit.
+#[inline]
+fn decode_hex<const N: usize>(s: &[u8]) -> ([u8; N], u8) {
+    let mut out = [0u8; N];
+    let mut bad = 0u8;
+    for (i, byte) in out.iter_mut().enumerate() {
+        let hi = HEX_VALUES[s[2 * i] as usize];
+        let lo = HEX_VALUES[s[2 * i + 1] as usize];
+        bad |= hi | lo;
+        *byte = (hi << 4) | (lo & 0x0f);
+    }
+    (out, bad & 0xf0)
+}
+
+/// The common case: a version-00 value of exactly 55 valid bytes. `None` sends the value to the
+/// full parser, which also says what is wrong.
+#[inline]
+fn parse_fast(v: &[u8]) -> Option<TraceParent> {
+    if v.len() != TRACEPARENT_LEN
+        || v[0] != b'0'
+        || v[1] != b'0'
+        || v[2] != b'-'
+        || v[35] != b'-'
+        || v[52] != b'-'
+    {
+        return None;
+    }
+    let (trace_id, bad_t) = decode_hex::<16>(&v[3..35]);
+    let (parent_id, bad_p) = decode_hex::<8>(&v[36..52]);
+    let (flags, bad_f) = decode_hex::<1>(&v[53..55]);
+    if bad_t | bad_p | bad_f != 0 || trace_id == [0; 16] || parent_id == [0; 8] {
+        return None;
+    }
+    Some(TraceParent {
+        version: 0,
+        trace_id: TraceId::from_bytes(trace_id),
+        parent_id: SpanId::from_bytes(parent_id),
+        flags: flags[0],
+    })
+}
+
 #[inline]
 fn hex_val(b: u8) -> Option<u8> {
     match b {
@@ -141,7 +199,17 @@ fn write_hex(out: &mut [u8], bytes: &[u8]) {
 /// Trims the spaces and tabs (and only those) around a header value.
 #[inline]
 pub(crate) fn trim_ows(s: &str) -> &str {
-    s.trim_matches(|c| c == ' ' || c == '\t')
+    let b = s.as_bytes();
+    let start = b
+        .iter()
+        .position(|&c| c != b' ' && c != b'\t')
+        .unwrap_or(b.len());
+    let end = b
+        .iter()
+        .rposition(|&c| c != b' ' && c != b'\t')
+        .map_or(start, |i| i + 1);
+    // Both ends sit next to ASCII bytes (or the string's ends), so they are char boundaries.
+    s.get(start..end).unwrap_or("")
 }
 
 impl TraceParent {
@@ -159,6 +227,9 @@ impl TraceParent {
             });
         }
         let v = trim_ows(value).as_bytes();
+        if let Some(tp) = parse_fast(v) {
+            return Ok(tp);
+        }
         if let Some(at) = v.iter().position(|&b| !(0x20..0x7f).contains(&b)) {
             return Err(TraceParentError::InvalidCharacter { at });
         }
