@@ -693,3 +693,38 @@ proptest! {
         prop_assert_eq!(parsed, list);
     }
 }
+
+proptest! {
+    /// Many repeated keys (past the size where repeated keys are found through a hash index):
+    /// the last value wins at the first position, as a plain model says.
+    #[test]
+    fn repeated_keys_match_a_plain_model(
+        members in proptest::collection::vec((0u8..24, "[a-z0-9]{0,3}"), 0..80),
+    ) {
+        let header = members
+            .iter()
+            .map(|(k, v)| format!("k{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut model: Vec<(String, String)> = Vec::new();
+        for (k, v) in &members {
+            let key = format!("k{k}");
+            match model.iter_mut().find(|(mk, _)| *mk == key) {
+                Some(slot) => slot.1 = v.clone(),
+                None => model.push((key, v.clone())),
+            }
+        }
+        let list = parse(&header);
+        let got: Vec<(String, String)> = list
+            .iter()
+            .map(|e| (e.key().to_owned(), e.value().to_owned()))
+            .collect();
+        prop_assert_eq!(got, model.clone());
+        let expected_header = model
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        prop_assert_eq!(list.header(), expected_header);
+    }
+}
