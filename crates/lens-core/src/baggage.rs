@@ -351,7 +351,7 @@ impl BaggageList {
         let new_len = member_len(key, encoded_len(value), props_len);
         let position = self.entries.iter().position(|e| e.key == key);
         let new_size = match position.and_then(|i| self.entries.get(i)) {
-            Some(old) => self.header.len() - old.encoded_len() + new_len,
+            Some(old) => self.header.len().saturating_sub(old.encoded_len()) + new_len,
             None => {
                 if self.entries.len() >= limits.baggage_members {
                     return Err(BaggageError::TooManyMembers {
@@ -537,7 +537,7 @@ impl Parser<'_> {
         let issue = |reason| BaggageIssue { member, reason };
         // Size of the header without the member being replaced, plus the separator for a new one.
         let base = match position.and_then(|i| self.list.entries.get(i)) {
-            Some(old) => self.size - old.encoded_len(),
+            Some(old) => self.size.saturating_sub(old.encoded_len()),
             None => {
                 if self.list.entries.len() >= limits.baggage_members {
                     report(issue(BaggageIssueReason::TooManyMembers));
