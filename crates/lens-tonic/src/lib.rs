@@ -1,0 +1,137 @@
+//! lens-tonic: W3C trace context and baggage across gRPC ([tonic] 0.14) and Ray-style remote
+//! calls, wire-compatible with NVIDIA NeMo Lens.
+//!
+//! ```
+//! use lens_core::Carrier;
+//! use lens_tonic::{extract_ray_context, inject_metadata, extract_metadata};
+//! use opentelemetry::trace::TraceContextExt;
+//!
+//! // A Python NeMo Lens driver sent this carrier as `_otel_carrier`.
+//! let carrier = Carrier::from_json_bytes(
+//!     br#"{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "baggage": "job=rl"}"#,
+//! ).unwrap();
+//! let cx = extract_ray_context(Some(&carrier));
+//!
+//! // The actor calls a gRPC service on behalf of that call: same trace, same baggage.
+//! let mut metadata = tonic::metadata::MetadataMap::new();
+//! inject_metadata(&cx, &mut metadata);
+//! assert_eq!(metadata.get("traceparent").unwrap(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+//! assert_eq!(metadata.get("baggage").unwrap(), "job=rl");
+//!
+//! let server_side = extract_metadata(&metadata);
+//! assert_eq!(server_side.span().span_context().trace_id(), cx.span().span_context().trace_id());
+//! ```
+//!
+//! - gRPC clients: [`LensInterceptor`] (a tonic interceptor that injects the current Context into
+//!   request metadata) or [`ClientLayer`] (a tower layer for channels with a CLIENT span per call).
+//! - gRPC servers: [`ServerLayer`]: extraction through lens's [`InboundPolicy`](lens_core::policy::InboundPolicy),
+//!   a SERVER span per call with the RPC semantic-convention attributes, the status code read
+//!   from the response headers or trailers (streaming responses included).
+//! - Metadata: [`MetadataCarrier`] (lowercase keys, ASCII values only, `-bin` keys skipped).
+//! - Ray-style remote calls: [`inject_ray_context`], [`extract_ray_context`], [`RemoteCall`]
+//!   (arguments plus `_otel_carrier`), [`traced_remote_call`], [`dispatch_with_context`].
+//! - [`JsonCodec`]: a tonic codec for serde messages, for services written without protobuf.
+#![forbid(unsafe_code)]
+
+mod client;
+mod codec;
+mod error;
+mod metadata;
+mod ray;
+mod response;
+mod server;
+pub mod status;
+
+use std::borrow::Cow;
+
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::{Context, KeyValue};
+use tonic::metadata::MetadataMap;
+
+pub use client::{ClientLayer, ClientService, LensInterceptor};
+pub use codec::{JsonCodec, JsonDecoder, JsonEncoder};
+pub use error::Error;
+pub use metadata::MetadataCarrier;
+pub use ray::{
+    OTEL_CARRIER_FIELD, RAY_TRACER_NAME, RemoteCall, dispatch_with_context, extract_ray_context,
+    inject_ray_context, traced_remote_call, traced_remote_call_with_tracer,
+};
+pub use response::{ResponseBody, ResponseFuture};
+pub use server::{ServerLayer, ServerService};
+pub use status::SpanSide;
+
+/// The instrumentation scope of the client and server spans.
+pub const TRACER_NAME: &str = "lens-tonic";
+
+/// Injects `cx` into gRPC metadata with lens's process-wide propagator.
+pub fn inject_metadata(cx: &Context, metadata: &mut MetadataMap) {
+    lens_core::propagator().inject_context(cx, &mut MetadataCarrier(metadata));
+}
+
+/// Extracts the Context in gRPC metadata with lens's process-wide propagator, starting from an
+/// empty Context (SPEC.md §5).
+pub fn extract_metadata(metadata: &MetadataMap) -> Context {
+    lens_core::extract_context(&MetadataCarrier(metadata))
+}
+
+/// A gRPC method from its request path `/{package.Service}/{Method}`.
+///
+/// ```
+/// use lens_tonic::GrpcMethod;
+///
+/// let m = GrpcMethod::from_path("/helloworld.Greeter/SayHello");
+/// assert_eq!(m.span_name(), "helloworld.Greeter/SayHello");
+/// assert_eq!(m.service(), Some("helloworld.Greeter"));
+/// assert_eq!(m.method(), Some("SayHello"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GrpcMethod<'a> {
+    path: &'a str,
+    service: Option<&'a str>,
+    method: Option<&'a str>,
+}
+
+impl<'a> GrpcMethod<'a> {
+    /// Parses a request path; a path that is not `/{service}/{method}` keeps no service or method.
+    pub fn from_path(path: &'a str) -> Self {
+        let parts = path
+            .strip_prefix('/')
+            .and_then(|rest| rest.split_once('/'))
+            .filter(|(s, m)| !s.is_empty() && !m.is_empty() && !m.contains('/'));
+        GrpcMethod {
+            path,
+            service: parts.map(|(s, _)| s),
+            method: parts.map(|(_, m)| m),
+        }
+    }
+
+    /// The fully qualified service name (`package.Service`).
+    pub fn service(&self) -> Option<&'a str> {
+        self.service
+    }
+
+    /// The method name.
+    pub fn method(&self) -> Option<&'a str> {
+        self.method
+    }
+
+    /// The span name: `{package.Service}/{Method}`, or the path for a path of another shape
+    /// (`grpc` when it is empty).
+    pub fn span_name(&self) -> Cow<'static, str> {
+        let name = self.path.strip_prefix('/').unwrap_or(self.path);
+        if name.is_empty() {
+            Cow::Borrowed("grpc")
+        } else {
+            Cow::Owned(name.to_owned())
+        }
+    }
+
+    fn push_attributes(&self, attributes: &mut Vec<KeyValue>) {
+        if let Some(service) = self.service {
+            attributes.push(KeyValue::new(status::RPC_SERVICE, service.to_owned()));
+        }
+        if let Some(method) = self.method {
+            attributes.push(KeyValue::new(status::RPC_METHOD, method.to_owned()));
+        }
+    }
+}
