@@ -86,6 +86,8 @@
 
 mod error;
 mod frame;
+#[cfg(feature = "cuda")]
+pub mod nccl;
 
 pub use error::{FrameDecodeError, FrameError};
 pub use frame::{
