@@ -33,7 +33,7 @@ use crate::{Collective, DistError};
 ///   `comm` (on every rank alike) or `rank` is not `comm.rank()`.
 ///
 /// ```
-/// use lens_dist::{broadcast_trace_context, ThreadGroup};
+/// use lens_dist::{broadcast_trace_context, Collective, ThreadGroup};
 /// use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
 /// use opentelemetry::Context;
 ///
@@ -41,7 +41,7 @@ use crate::{Collective, DistError};
 /// let comms = ThreadGroup::new(4);
 /// let results: Vec<_> = std::thread::scope(|s| {
 ///     let handles: Vec<_> = comms
-///         .iter()
+///         .into_iter()
 ///         .map(|comm| {
 ///             s.spawn(move || {
 ///                 let rank = comm.rank();
@@ -57,7 +57,7 @@ use crate::{Collective, DistError};
 ///                     Context::new()
 ///                 };
 ///                 let _guard = cx.attach();
-///                 broadcast_trace_context(comm, rank, 0)
+///                 broadcast_trace_context(&comm, rank, 0)
 ///             })
 ///         })
 ///         .collect();

@@ -41,9 +41,12 @@
 //! });
 //!
 //! let spans = exporter.get_finished_spans().unwrap();
-//! assert_eq!(spans.len(), 4);
-//! let linked: Vec<_> = spans.iter().map(|s| s.links.links[0].span_context.trace_id()).collect();
-//! assert!(linked.iter().all(|t| *t == linked[0]));
+//! let job = spans.iter().find(|s| s.name == "job").unwrap();
+//! let stages: Vec<_> = spans.iter().filter(|s| s.name.starts_with("stage")).collect();
+//! assert_eq!(stages.len(), 4);
+//! for stage in stages {
+//!     assert_eq!(stage.links.links[0].span_context.span_id(), job.span_context.span_id());
+//! }
 //! ```
 //!
 //! # Collective engines
@@ -73,15 +76,17 @@ mod mpi_backend;
 mod nccl;
 mod thread;
 
-pub use broadcast::{broadcast_trace_context, broadcast_trace_context_from};
-pub use collective::Collective;
-pub use error::DistError;
-pub use linked::{DEFAULT_REDACT_KEYS, Redaction, Remote, create_linked_span, create_linked_span_with};
-#[cfg(feature = "mpi")]
-pub use mpi_backend::MpiCollective;
 /// The `mpi` crate lens-dist is built with (feature `mpi`), for its `Universe` and communicators.
 #[cfg(feature = "mpi")]
 pub use ::mpi;
+pub use broadcast::{broadcast_trace_context, broadcast_trace_context_from};
+pub use collective::Collective;
+pub use error::DistError;
+pub use linked::{
+    DEFAULT_REDACT_KEYS, Redaction, Remote, create_linked_span, create_linked_span_with,
+};
+#[cfg(feature = "mpi")]
+pub use mpi_backend::MpiCollective;
 #[cfg(feature = "nccl")]
 pub use nccl::{NcclCollective, NcclId, nccl_available};
 pub use thread::{ThreadComm, ThreadGroup};

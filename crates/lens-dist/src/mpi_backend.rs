@@ -107,10 +107,7 @@ impl<C: Communicator> Collective for MpiCollective<C> {
             return Err(DistError::Collective {
                 backend: BACKEND,
                 operation: "broadcast_bytes",
-                message: Cow::Owned(format!(
-                    "{} bytes do not fit in an MPI count",
-                    buf.len()
-                )),
+                message: Cow::Owned(format!("{} bytes do not fit in an MPI count", buf.len())),
             });
         }
         self.comm.process_at_rank(root).broadcast_into(buf);

@@ -41,9 +41,11 @@ impl ThreadGroup {
     #[allow(clippy::new_ret_no_self)] // a group is its ranks
     pub fn new(size: usize) -> Vec<ThreadComm> {
         // to[src][dst] sends into from[dst][src].
-        let mut to: Vec<Vec<Sender<Message>>> = (0..size).map(|_| Vec::with_capacity(size)).collect();
-        let mut from: Vec<Vec<Option<Receiver<Message>>>> =
-            (0..size).map(|_| (0..size).map(|_| None).collect()).collect();
+        let mut to: Vec<Vec<Sender<Message>>> =
+            (0..size).map(|_| Vec::with_capacity(size)).collect();
+        let mut from: Vec<Vec<Option<Receiver<Message>>>> = (0..size)
+            .map(|_| (0..size).map(|_| None).collect())
+            .collect();
         for (src, senders) in to.iter_mut().enumerate() {
             for receivers in from.iter_mut() {
                 let (tx, rx) = channel();
@@ -91,7 +93,11 @@ pub struct ThreadComm {
 }
 
 impl ThreadComm {
-    fn send_all(&self, message: impl Fn() -> Message, operation: &'static str) -> Result<(), DistError> {
+    fn send_all(
+        &self,
+        message: impl Fn() -> Message,
+        operation: &'static str,
+    ) -> Result<(), DistError> {
         for (dst, tx) in self.to.iter().enumerate() {
             if dst != self.rank && tx.send(message()).is_err() {
                 return Err(gone(operation, dst));
@@ -101,10 +107,7 @@ impl ThreadComm {
     }
 
     fn receive(&self, root: usize, operation: &'static str) -> Result<Message, DistError> {
-        let rx = self
-            .from
-            .get(root)
-            .ok_or_else(|| gone(operation, root))?;
+        let rx = self.from.get(root).ok_or_else(|| gone(operation, root))?;
         let message = rx.recv().map_err(|_| gone(operation, root))?;
         if message.kind() == operation {
             Ok(message)

@@ -40,7 +40,11 @@ fn every_rank_receives_the_reference_bytes() {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(case["input"]["bytes_b64"].as_str().unwrap())
             .unwrap();
-        let reserialized = extract["reserialized"].as_str().unwrap().as_bytes().to_vec();
+        let reserialized = extract["reserialized"]
+            .as_str()
+            .unwrap()
+            .as_bytes()
+            .to_vec();
         let src_rank = checked % 4;
 
         let results = run_ranks(4, |comm| {
@@ -59,7 +63,14 @@ fn every_rank_receives_the_reference_bytes() {
             assert_eq!(result, first, "{id}: rank {rank} disagrees with rank 0");
             if reserialized == b"{}" {
                 assert_eq!(result, &None, "{id}");
-                assert_eq!(calls, &[Call::I64 { root: src_rank, value: 0 }], "{id}");
+                assert_eq!(
+                    calls,
+                    &[Call::I64 {
+                        root: src_rank,
+                        value: 0
+                    }],
+                    "{id}"
+                );
             } else {
                 assert_eq!(
                     calls,

@@ -1,0 +1,106 @@
+//! `create_linked_span(tracer, name, carrier)` links to exactly the span context SPEC.md
+//! extracts from each recorded carrier (`lens-expected-public.json`), and matches NeMo Lens's
+//! recorded links wherever SPEC.md does not differ from Python.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use base64::Engine;
+use lens_core::Carrier;
+use lens_dist::create_linked_span;
+use opentelemetry::trace::{Span, SpanContext, TraceState, TracerProvider};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+use serde_json::Value;
+
+fn vectors(name: &str) -> Value {
+    let path = format!(
+        "{}/../../../shared/vectors/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reference vectors {path} are missing: {e}"));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// `expected` (a vectors `span_context` object) describes `sc`.
+fn same(sc: &SpanContext, expected: &Value) -> Result<(), String> {
+    let got = (
+        sc.trace_id().to_string(),
+        sc.span_id().to_string(),
+        sc.is_sampled(),
+        sc.is_remote(),
+    );
+    let want = (
+        expected["trace_id"].as_str().unwrap().to_owned(),
+        expected["span_id"].as_str().unwrap().to_owned(),
+        expected["sampled"].as_bool().unwrap(),
+        expected["is_remote"].as_bool().unwrap(),
+    );
+    if got != want {
+        return Err(format!("{got:?} != {want:?}"));
+    }
+    // Where opentelemetry's TraceState can hold the expected list (SPEC.md §10), it does.
+    let header = expected["tracestate"].as_str().unwrap();
+    if let Ok(ts) = header.parse::<TraceState>()
+        && sc.trace_state().header() != ts.header()
+    {
+        return Err(format!(
+            "tracestate {:?} != {:?}",
+            sc.trace_state().header(),
+            header
+        ));
+    }
+    Ok(())
+}
+
+#[test]
+fn links_follow_the_extracted_span_context() {
+    let public = vectors("nemo-lens-public.json");
+    let expected = vectors("lens-expected-public.json");
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let tracer = provider.tracer("vectors");
+    let (mut linked, mut unlinked, mut as_python) = (0, 0, 0);
+    for (case, lens) in public["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(expected["cases"].as_array().unwrap())
+    {
+        let Some(python) = case["expected"].get("create_linked_span") else {
+            continue;
+        };
+        let id = case["id"].as_str().unwrap();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(case["input"]["bytes_b64"].as_str().unwrap())
+            .unwrap();
+        let carrier = Carrier::from_json_bytes(&bytes).unwrap();
+        let mut span = create_linked_span(&tracer, "stage", &carrier, []);
+        span.end();
+        let span = exporter.get_finished_spans().unwrap().remove(0);
+        exporter.reset();
+
+        let lens_sc = &lens["lens_expected"]["extract"]["context"]["span_context"];
+        match (span.links.links.as_slice(), lens_sc) {
+            ([], Value::Null) => unlinked += 1,
+            ([link], sc) if !sc.is_null() => {
+                same(&link.span_context, sc).unwrap_or_else(|e| panic!("{id}: {e}"));
+                linked += 1;
+            }
+            (links, sc) => panic!("{id}: links {links:?}, expected {sc}"),
+        }
+        if lens["differs_from_python"] == false {
+            let python_links = python["links"].as_array().unwrap();
+            assert_eq!(span.links.links.len(), python_links.len(), "{id}");
+            if let (Some(link), Some(want)) = (span.links.links.first(), python_links.first()) {
+                same(&link.span_context, want).unwrap_or_else(|e| panic!("{id} (Python): {e}"));
+            }
+            as_python += 1;
+        }
+    }
+    assert!(
+        linked >= 30 && unlinked >= 30,
+        "{linked} linked, {unlinked} unlinked"
+    );
+    assert!(as_python >= 60, "{as_python}");
+}
