@@ -40,42 +40,78 @@ use crate::Limits;
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BaggageEntry {
-    key: String,
-    value: String,
-    properties: String,
+    /// Key, value and properties back to back: one allocation per member on the hot path.
+    text: String,
+    key_len: usize,
+    value_len: usize,
 }
 
 impl BaggageEntry {
+    /// Builds an entry; `write_properties` appends the (normalized) properties.
+    fn with_parts(
+        key: &str,
+        value: &str,
+        properties_len: usize,
+        write_properties: impl FnOnce(&mut String),
+    ) -> Self {
+        let mut text = String::with_capacity(key.len() + value.len() + properties_len);
+        text.push_str(key);
+        text.push_str(value);
+        write_properties(&mut text);
+        BaggageEntry {
+            text,
+            key_len: key.len(),
+            value_len: value.len(),
+        }
+    }
+
+    /// Replaces the value and the properties, keeping the key.
+    fn replace(&mut self, value: &str, write_properties: impl FnOnce(&mut String)) {
+        self.text.truncate(self.key_len);
+        self.text.push_str(value);
+        self.value_len = value.len();
+        write_properties(&mut self.text);
+    }
+
     /// The key, exactly as received or set (an HTTP token, never percent-decoded).
     pub fn key(&self) -> &str {
-        &self.key
+        self.text.get(..self.key_len).unwrap_or_default()
     }
 
     /// The value, percent-decoded.
     pub fn value(&self) -> &str {
-        &self.value
+        self.text
+            .get(self.key_len..self.key_len + self.value_len)
+            .unwrap_or_default()
     }
 
     /// The properties (metadata): the `;`-separated properties after the value, without the
     /// leading `;`, each trimmed of spaces and tabs (also around its `=`), joined by `;`
     /// (for example `p1=x;p2`); `""` when there are none. Sent on as they are.
     pub fn properties(&self) -> &str {
-        &self.properties
+        self.text
+            .get(self.key_len + self.value_len..)
+            .unwrap_or_default()
     }
 
     /// Bytes this member takes in the header lens sends.
     fn encoded_len(&self) -> usize {
-        member_len(&self.key, encoded_len(&self.value), self.properties.len())
+        member_len(
+            self.key(),
+            encoded_len(self.value()),
+            self.properties().len(),
+        )
     }
 
     /// Appends this member, as lens sends it, to `out`.
     fn write(&self, out: &mut String) {
-        out.push_str(&self.key);
+        out.push_str(self.key());
         out.push('=');
-        encode_value(&self.value, out);
-        if !self.properties.is_empty() {
+        encode_value(self.value(), out);
+        let properties = self.properties();
+        if !properties.is_empty() {
             out.push(';');
-            out.push_str(&self.properties);
+            out.push_str(properties);
         }
     }
 }
@@ -269,6 +305,17 @@ impl BaggageList {
             if parser.list.header.capacity() == 0 {
                 let hint = trim_ows(line).len().min(limits.baggage_bytes);
                 parser.list.header.reserve(hint);
+                // Members in the first line, bounded by the limit: one allocation for the list.
+                let members = line
+                    .bytes()
+                    .take(limits.baggage_bytes)
+                    .filter(|&b| b == b',')
+                    .count()
+                    + 1;
+                parser
+                    .list
+                    .entries
+                    .reserve(members.min(limits.baggage_members));
             }
             for member in line.split(',') {
                 if !parser.member(member, &mut report) {
@@ -291,7 +338,7 @@ impl BaggageList {
 
     /// The member with this key (compared exactly, case-sensitive).
     pub fn get(&self, key: &str) -> Option<&BaggageEntry> {
-        self.entries.iter().find(|e| e.key == key)
+        self.entries.iter().find(|e| e.key() == key)
     }
 
     /// Number of members.
@@ -349,7 +396,7 @@ impl BaggageList {
                 .ok_or_else(|| BaggageError::InvalidProperties(properties.to_owned()))?
         };
         let new_len = member_len(key, encoded_len(value), props_len);
-        let position = self.entries.iter().position(|e| e.key == key);
+        let position = self.entries.iter().position(|e| e.key() == key);
         let new_size = match position.and_then(|i| self.entries.get(i)) {
             Some(old) => self.header.len().saturating_sub(old.encoded_len()) + new_len,
             None => {
@@ -366,21 +413,14 @@ impl BaggageList {
                 limit: limits.baggage_bytes,
             });
         }
-        let mut props = String::with_capacity(props_len);
-        write_properties(properties, &mut props);
+        let props = |out: &mut String| write_properties(properties, out);
         match position.and_then(|i| self.entries.get_mut(i)) {
             Some(entry) => {
-                entry.value.clear();
-                entry.value.push_str(value);
-                entry.properties = props;
+                entry.replace(value, props);
                 self.rebuild_header();
             }
             None => {
-                let entry = BaggageEntry {
-                    key: key.to_owned(),
-                    value: value.to_owned(),
-                    properties: props,
-                };
+                let entry = BaggageEntry::with_parts(key, value, props_len, props);
                 if !self.header.is_empty() {
                     self.header.push(',');
                 }
@@ -393,7 +433,7 @@ impl BaggageList {
 
     /// Removes the member with this key and returns it; `None` when there is none.
     pub fn remove(&mut self, key: &str) -> Option<BaggageEntry> {
-        let position = self.entries.iter().position(|e| e.key == key)?;
+        let position = self.entries.iter().position(|e| e.key() == key)?;
         let entry = self.entries.remove(position);
         self.rebuild_header();
         Some(entry)
@@ -460,7 +500,7 @@ impl KeyIndex {
 
     fn find(&self, entries: &[BaggageEntry], key: &str) -> Option<usize> {
         if self.slots.is_empty() {
-            return entries.iter().position(|e| e.key == key);
+            return entries.iter().position(|e| e.key() == key);
         }
         let mask = self.slots.len() - 1;
         let mut slot = Self::hash(key) & mask;
@@ -468,7 +508,7 @@ impl KeyIndex {
             let position = usize::try_from(*self.slots.get(slot)?)
                 .ok()?
                 .checked_sub(1)?;
-            if entries.get(position).is_some_and(|e| e.key == key) {
+            if entries.get(position).is_some_and(|e| e.key() == key) {
                 return Some(position);
             }
             slot = (slot + 1) & mask;
@@ -497,7 +537,7 @@ impl KeyIndex {
             return;
         };
         let mask = self.slots.len() - 1;
-        let mut slot = Self::hash(&entry.key) & mask;
+        let mut slot = Self::hash(entry.key()) & mask;
         while let Some(occupied) = self.slots.get_mut(slot) {
             if *occupied == 0 {
                 *occupied = stored;
@@ -566,25 +606,20 @@ impl Parser<'_> {
         self.size = new_size;
         match position.and_then(|i| self.list.entries.get_mut(i)) {
             Some(entry) => {
-                entry.value.clear();
-                entry.value.push_str(&value);
-                entry.properties.clear();
-                if let Some(props) = parsed.properties {
-                    write_properties(props, &mut entry.properties);
-                }
+                entry.replace(&value, |out| {
+                    if let Some(props) = parsed.properties {
+                        write_properties(props, out);
+                    }
+                });
                 self.dirty = true;
             }
             None => {
-                let mut properties = String::new();
-                if let Some(props) = parsed.properties {
-                    properties.reserve_exact(parsed.properties_len);
-                    write_properties(props, &mut properties);
-                }
-                let entry = BaggageEntry {
-                    key: parsed.key.to_owned(),
-                    value: value.into_owned(),
-                    properties,
-                };
+                let entry =
+                    BaggageEntry::with_parts(parsed.key, &value, parsed.properties_len, |out| {
+                        if let Some(props) = parsed.properties {
+                            write_properties(props, out);
+                        }
+                    });
                 if !self.dirty {
                     let header = &mut self.list.header;
                     if !header.is_empty() {
