@@ -8,12 +8,14 @@
 use std::process::ExitCode;
 
 mod inspect;
+mod w3c_service;
 
 const USAGE: &str = "\
 usage: lens <COMMAND> [ARGS...]
 
 commands:
   inspect   decode and check traceparent, tracestate and baggage values
+  w3c-service  run the W3C Trace Context test service (SPEC.md section 11)
   help      print this text
 
 `lens <COMMAND> --help` describes a command.";
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
     };
     match command.as_str() {
         "inspect" => inspect::main(rest),
+        "w3c-service" => w3c_service::main(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             ExitCode::SUCCESS

@@ -1,0 +1,160 @@
+//! `lens w3c-service --listen ADDR`: the service under test of the W3C Trace Context test suite
+//! (SPEC.md §11), built only from the lens axum layer (inbound) and the lens reqwest middleware
+//! (outbound), with nothing special-cased.
+//!
+//! The harness POSTs a JSON array of `{"url": "...", "arguments": [...]}`; for each element, in
+//! order, the service POSTs `url` with the JSON of `arguments` as body, from a new CLIENT span
+//! (so a new parent-id per call), and answers 200 once every call has completed.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::http::{Method, StatusCode, header};
+use lens_axum::LensLayer;
+use lens_reqwest::LensMiddleware;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use reqwest_middleware::ClientWithMiddleware;
+use serde_json::Value;
+
+const USAGE: &str = "\
+usage: lens w3c-service [--listen ADDR]
+
+Runs the service under test of the W3C Trace Context test suite (SPEC.md section 11) on ADDR
+(default 127.0.0.1:7777; port 0 picks a free port). Prints `listening on http://ADDR` once ready.
+Each POST (any path) carries a JSON array of {\"url\", \"arguments\"}: the service POSTs the
+arguments to each url in order, from a new client span each, then answers 200.";
+
+/// Exit status for a command-line (usage) error.
+const USAGE_ERROR: u8 = 2;
+
+/// Runs `lens w3c-service ARGS`.
+pub(crate) fn main(args: &[String]) -> ExitCode {
+    let mut listen = "127.0.0.1:7777".to_owned();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            "--listen" => match rest.next() {
+                Some(addr) => listen.clone_from(addr),
+                None => {
+                    eprintln!("error: --listen needs an address\n\n{USAGE}");
+                    return ExitCode::from(USAGE_ERROR);
+                }
+            },
+            other => match other.strip_prefix("--listen=") {
+                Some(addr) => listen = addr.to_owned(),
+                None => {
+                    eprintln!("error: unexpected argument `{other}`\n\n{USAGE}");
+                    return ExitCode::from(USAGE_ERROR);
+                }
+            },
+        }
+    }
+    let addr: SocketAddr = match listen.parse() {
+        Ok(addr) => addr,
+        Err(e) => {
+            eprintln!("error: --listen {listen:?}: {e}\n\n{USAGE}");
+            return ExitCode::from(USAGE_ERROR);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(addr)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The service: the lens layer in, the lens middleware out.
+pub(crate) fn router(provider: &SdkTracerProvider) -> Router {
+    let tracer = provider.tracer("lens-w3c-service");
+    let client = reqwest_middleware::ClientBuilder::new(
+        reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap_or_default(),
+    )
+    .with(LensMiddleware::new().with_tracer(tracer.clone()))
+    .build();
+    Router::new()
+        .fallback(move |method: Method, body: Bytes| {
+            let client = client.clone();
+            async move { handle(&client, &method, &body).await }
+        })
+        .layer(LensLayer::new().with_tracer(tracer))
+}
+
+async fn serve(addr: SocketAddr) -> std::io::Result<()> {
+    // Spans are recorded (the sampler decides as usual) and exported nowhere.
+    let provider = SdkTracerProvider::builder().build();
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    println!("listening on http://{local}");
+    axum::serve(
+        listener,
+        router(&provider).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .await
+}
+
+async fn handle(
+    client: &ClientWithMiddleware,
+    method: &Method,
+    body: &[u8],
+) -> (StatusCode, String) {
+    if method != Method::POST {
+        return (StatusCode::METHOD_NOT_ALLOWED, "POST only\n".to_owned());
+    }
+    let Ok(Value::Array(calls)) = serde_json::from_slice::<Value>(body) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            "expected a JSON array of {\"url\", \"arguments\"}\n".to_owned(),
+        );
+    };
+    let mut results = Vec::with_capacity(calls.len());
+    for call in &calls {
+        let Some(url) = call.get("url").and_then(Value::as_str) else {
+            results.push(Value::String("missing url".to_owned()));
+            continue;
+        };
+        let arguments = call
+            .get("arguments")
+            .cloned()
+            .unwrap_or_else(|| Value::Array(Vec::new()));
+        let payload = serde_json::to_vec(&arguments).unwrap_or_default();
+        let outcome = client
+            .post(url)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(payload)
+            .send()
+            .await;
+        results.push(match outcome {
+            Ok(res) => {
+                let status = res.status().as_u16();
+                // Read the body so the call has completed before the next one starts.
+                let _ = res.bytes().await;
+                Value::from(status)
+            }
+            Err(e) => Value::String(e.to_string()),
+        });
+    }
+    (StatusCode::OK, Value::Array(results).to_string())
+}
