@@ -27,6 +27,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use crate::Limits;
+use crate::lexical::{split_byte, split_once_byte, trim_ows};
 
 /// One baggage member: a key, its percent-decoded value and its properties (metadata).
 ///
@@ -317,7 +318,7 @@ impl BaggageList {
                     .entries
                     .reserve(members.min(limits.baggage_members));
             }
-            for member in line.split(',') {
+            for member in split_byte(line, b',') {
                 if !parser.member(member, &mut report) {
                     break 'lines;
                 }
@@ -644,14 +645,14 @@ impl Parser<'_> {
 
 /// Splits and validates a trimmed, non-empty member without allocating.
 fn split_member(member: &str) -> Result<RawMember<'_>, BaggageIssueReason> {
-    let Some((key, rest)) = member.split_once('=') else {
+    let Some((key, rest)) = split_once_byte(member, b'=') else {
         return Err(BaggageIssueReason::MissingEquals);
     };
     let key = trim_ows(key);
     if !is_token(key) {
         return Err(BaggageIssueReason::InvalidKey);
     }
-    let (value, properties) = match rest.split_once(';') {
+    let (value, properties) = match split_once_byte(rest, b';') {
         Some((value, props)) => (value, Some(props)),
         None => (rest, None),
     };
@@ -686,12 +687,12 @@ fn member_len(key: &str, encoded_value_len: usize, properties_len: usize) -> usi
 /// Walks the `;`-separated properties, giving the normalized pieces to `sink`; `false` when a
 /// property is invalid (an empty one included).
 fn visit_properties(raw: &str, mut sink: impl FnMut(&str)) -> bool {
-    for (i, part) in raw.split(';').enumerate() {
+    for (i, part) in split_byte(raw, b';').enumerate() {
         let part = trim_ows(part);
         if i > 0 {
             sink(";");
         }
-        match part.split_once('=') {
+        match split_once_byte(part, b'=') {
             Some((key, value)) => {
                 let key = trim_ows(key);
                 let value = trim_ows(value);
@@ -861,19 +862,4 @@ fn is_token(s: &str) -> bool {
 /// W3C baggage-octet: %x21 / %x23-2B / %x2D-3A / %x3C-5B / %x5D-7E.
 fn is_value_octet(b: u8) -> bool {
     matches!(b, 0x21 | 0x23..=0x2B | 0x2D..=0x3A | 0x3C..=0x5B | 0x5D..=0x7E)
-}
-
-/// Removes spaces and tabs (only those) at both ends.
-fn trim_ows(s: &str) -> &str {
-    let bytes = s.as_bytes();
-    let is_ows = |b: &u8| *b == b' ' || *b == b'\t';
-    let Some(start) = bytes.iter().position(|b| !is_ows(b)) else {
-        return "";
-    };
-    let end = bytes
-        .iter()
-        .rposition(|b| !is_ows(b))
-        .map_or(start, |i| i + 1);
-    // Both ends are next to ASCII bytes, so they are character boundaries.
-    s.get(start..end).unwrap_or_default()
 }

@@ -32,6 +32,7 @@
 pub mod baggage;
 pub mod carrier;
 mod context;
+mod lexical;
 pub mod limits;
 pub mod policy;
 mod propagator;

@@ -15,6 +15,7 @@ use opentelemetry::trace::{SpanContext, TraceFlags, TraceState};
 use opentelemetry::{SpanId, TraceId};
 
 use crate::Limits;
+use crate::lexical::trim_ows;
 
 /// Length of a version-00 traceparent.
 pub const TRACEPARENT_LEN: usize = 55;
@@ -194,22 +195,6 @@ fn write_hex(out: &mut [u8], bytes: &[u8]) {
         out[2 * i] = HEX[(b >> 4) as usize];
         out[2 * i + 1] = HEX[(b & 0x0f) as usize];
     }
-}
-
-/// Trims the spaces and tabs (and only those) around a header value.
-#[inline]
-pub(crate) fn trim_ows(s: &str) -> &str {
-    let b = s.as_bytes();
-    let start = b
-        .iter()
-        .position(|&c| c != b' ' && c != b'\t')
-        .unwrap_or(b.len());
-    let end = b
-        .iter()
-        .rposition(|&c| c != b' ' && c != b'\t')
-        .map_or(start, |i| i + 1);
-    // Both ends sit next to ASCII bytes (or the string's ends), so they are char boundaries.
-    s.get(start..end).unwrap_or("")
 }
 
 impl TraceParent {

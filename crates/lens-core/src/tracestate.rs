@@ -11,6 +11,7 @@
 use opentelemetry::trace::TraceState;
 
 use crate::Limits;
+use crate::lexical::{split_byte, split_once_byte, trim_ows};
 
 /// Longest key: a first character and up to 255 more.
 const MAX_KEY_LEN: usize = 256;
@@ -89,9 +90,9 @@ impl<'a> Iterator for Members<'a> {
             return None;
         }
         self.remaining -= 1;
-        let (member, rest) = self.rest.split_once(',').unwrap_or((self.rest, ""));
+        let (member, rest) = split_once_byte(self.rest, b',').unwrap_or((self.rest, ""));
         self.rest = rest;
-        Some(member.split_once('=').unwrap_or((member, "")))
+        Some(split_once_byte(member, b'=').unwrap_or((member, "")))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -171,8 +172,8 @@ impl TraceStateList {
                     limit: limits.tracestate_bytes,
                 });
             }
-            for raw in line.split(',') {
-                let member = crate::traceparent::trim_ows(raw);
+            for raw in split_byte(line, b',') {
+                let member = trim_ows(raw);
                 if member.is_empty() {
                     continue;
                 }
@@ -182,12 +183,11 @@ impl TraceStateList {
                         limit: limits.tracestate_members,
                     });
                 }
-                let Some(eq) = member.find('=') else {
+                let Some((key, value)) = split_once_byte(member, b'=') else {
                     return Err(TraceStateError::MissingEquals {
                         member: member.to_owned(),
                     });
                 };
-                let (key, value) = (&member[..eq], &member[eq + 1..]);
                 if !valid_key(key.as_bytes()) {
                     return Err(TraceStateError::InvalidKey {
                         key: key.to_owned(),
