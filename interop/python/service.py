@@ -1,0 +1,105 @@
+"""The Python HTTP service of the interop run: FastAPI + NeMo Lens, calling Rust through aiohttp.
+
+    python service.py --rust-url http://127.0.0.1:PORT --spans PATH
+
+Binds 127.0.0.1 on a free port and prints `LISTENING <port>`. The FastAPI app is instrumented
+with NeMo Lens's `instrument_fastapi`, the aiohttp client with `instrument_aiohttp_client`.
+When standard input closes, the server stops, every span is flushed and written to PATH as JSON,
+and `SPANS <count>` is printed.
+
+Endpoints (each answers with what it saw, `describe()` of the current Context):
+  GET  /health   readiness (not traced: OTEL_PYTHON_FASTAPI_EXCLUDED_URLS=health)
+  POST /start    {"baggage": [[k, v], ...]}: sets that baggage, POSTs {rust}/relay
+  POST /relay    POSTs {rust}/leaf
+  POST /leaf     calls nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import threading
+
+os.environ.setdefault("OTEL_PYTHON_FASTAPI_EXCLUDED_URLS", "health")
+
+import aiohttp  # noqa: E402
+import uvicorn  # noqa: E402
+from fastapi import FastAPI, Request  # noqa: E402
+from opentelemetry import baggage, context  # noqa: E402
+
+from nemo.lens.contrib.aiohttp import instrument_aiohttp_client  # noqa: E402
+from nemo.lens.contrib.fastapi import instrument_fastapi  # noqa: E402
+
+import common  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rust-url", required=True)
+    parser.add_argument("--spans", required=True)
+    args = parser.parse_args()
+    rust_url = args.rust_url.rstrip("/")
+
+    handle, exporter = common.setup("lens-interop-python")
+    instrument_aiohttp_client()
+
+    app = FastAPI()
+    instrument_fastapi(app, service_name="lens-interop-python")
+    timeout = aiohttp.ClientTimeout(total=20)
+
+    async def call_rust(path: str) -> dict:
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            async with session.post(f"{rust_url}{path}", json={}) as response:
+                response.raise_for_status()
+                return await response.json()
+
+    @app.get("/health")
+    async def health() -> dict:
+        return {"ok": True}
+
+    @app.post("/start")
+    async def start(request: Request) -> dict:
+        body = await request.json()
+        ctx = context.get_current()
+        for key, value in body.get("baggage", []):
+            ctx = baggage.set_baggage(key, value, ctx)
+        token = context.attach(ctx)
+        try:
+            seen = common.describe()
+            rust = await call_rust("/relay")
+        finally:
+            context.detach(token)
+        return {"python_start": seen, "rust": rust}
+
+    @app.post("/relay")
+    async def relay() -> dict:
+        seen = common.describe()
+        rust = await call_rust("/leaf")
+        return {"python_relay": seen, "rust": rust}
+
+    @app.post("/leaf")
+    async def leaf() -> dict:
+        return {"python_leaf": common.describe()}
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+
+    def stop_when_stdin_closes() -> None:
+        sys.stdin.read()
+        server.should_exit = True
+
+    threading.Thread(target=stop_when_stdin_closes, daemon=True).start()
+    print(f"LISTENING {sock.getsockname()[1]}", flush=True)
+    server.run(sockets=[sock])
+    count = common.write_spans(exporter, handle, args.spans)
+    print(f"SPANS {count}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
