@@ -2,11 +2,14 @@
 //!
 //! * `lens inspect VALUE...`: decode a traceparent, tracestate or baggage value (or a
 //!   `name: value` header line) and say which rule of SPEC.md rejects anything invalid.
+//! * `lens demo`: one request through HTTP, gRPC, a remote call and pipeline ranks, printed
+//!   as one trace (a waterfall; `--json`, `--html FILE`, `--requests N`, `--otlp URL`).
 //!
 //! Exit status: 0 valid, 1 invalid, 2 usage error.
 
 use std::process::ExitCode;
 
+mod demo;
 mod inspect;
 mod w3c_service;
 
@@ -15,6 +18,7 @@ usage: lens <COMMAND> [ARGS...]
 
 commands:
   inspect   decode and check traceparent, tracestate and baggage values
+  demo      run a traced request through HTTP, gRPC, a remote call and 4 ranks; print its trace
   w3c-service  run the W3C Trace Context test service (SPEC.md section 11)
   help      print this text
 
@@ -41,6 +45,7 @@ fn main() -> ExitCode {
     match command.as_str() {
         "inspect" => inspect::main(rest),
         "w3c-service" => w3c_service::main(rest),
+        "demo" => demo::main(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             ExitCode::SUCCESS

@@ -1,0 +1,142 @@
+//! `--otlp URL`: the demo's spans sent to an OpenTelemetry collector with opentelemetry-otlp
+//! (OTLP/HTTP, protobuf), one export per service so that each keeps its `service.name`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::{SpanData, SpanExporter as _};
+
+use super::collect::CollectedSpan;
+
+/// Where the spans go: an explicit URL (`--otlp`), or the standard environment variables.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A collector URL from the command line: its base (`http://host:4318`, to which
+    /// `/v1/traces` is added) or the full traces URL (ending in `/v1/traces`).
+    Url(String),
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, as
+    /// opentelemetry-otlp reads them.
+    Environment(String),
+}
+
+impl Target {
+    /// The target from the command line, else from the environment; `None` when neither names
+    /// a collector.
+    pub(crate) fn resolve(flag: Option<&str>) -> Option<Target> {
+        if let Some(url) = flag {
+            return Some(Target::Url(url.to_owned()));
+        }
+        [
+            opentelemetry_otlp::OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+            opentelemetry_otlp::OTEL_EXPORTER_OTLP_ENDPOINT,
+        ]
+        .into_iter()
+        .find_map(|var| std::env::var(var).ok().filter(|v| !v.trim().is_empty()))
+        .map(Target::Environment)
+    }
+
+    /// What to print about where the spans went.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Target::Url(url) => traces_url(url),
+            Target::Environment(value) => value.clone(),
+        }
+    }
+}
+
+/// `url` as the OTLP/HTTP traces endpoint: `/v1/traces` added unless it is there.
+pub(crate) fn traces_url(url: &str) -> String {
+    let trimmed = url.trim_end_matches('/');
+    if trimmed.ends_with("/v1/traces") {
+        trimmed.to_owned()
+    } else {
+        format!("{trimmed}/v1/traces")
+    }
+}
+
+/// Sends `spans` to `target`, grouped by service; every export is bounded by `timeout`.
+/// Returns how many spans the collector accepted, or why it did not.
+pub(crate) async fn export(
+    target: &Target,
+    spans: &[CollectedSpan],
+    timeout: Duration,
+) -> Result<usize, String> {
+    let mut builder = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(Protocol::HttpBinary)
+        .with_timeout(timeout);
+    if let Target::Url(url) = target {
+        builder = builder.with_endpoint(traces_url(url));
+    }
+    let mut exporter = builder.build().map_err(|e| e.to_string())?;
+
+    let mut order: Vec<Arc<str>> = Vec::new();
+    let mut by_service: HashMap<Arc<str>, Vec<SpanData>> = HashMap::new();
+    for span in spans {
+        by_service
+            .entry(Arc::clone(&span.service))
+            .or_insert_with(|| {
+                order.push(Arc::clone(&span.service));
+                Vec::new()
+            })
+            .push(span.data.clone());
+    }
+    let mut sent = 0;
+    for service in order {
+        let Some(batch) = by_service.remove(&service) else {
+            continue;
+        };
+        let count = batch.len();
+        exporter.set_resource(
+            &Resource::builder_empty()
+                .with_service_name(service.to_string())
+                .build(),
+        );
+        // The exporter's own timeout bounds the HTTP call; this one bounds everything else
+        // (retries included), so an unreachable collector can never hang the demo.
+        match tokio::time::timeout(timeout, exporter.export(batch)).await {
+            Ok(Ok(())) => sent += count,
+            Ok(Err(e)) => return Err(format!("{e} ({sent} spans sent before)")),
+            Err(_) => {
+                return Err(format!(
+                    "no answer within {} ({sent} spans sent before)",
+                    super::waterfall::format_duration(timeout)
+                ));
+            }
+        }
+    }
+    let _ = exporter.shutdown_with_timeout(timeout);
+    Ok(sent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traces_url_adds_the_path_once() {
+        assert_eq!(
+            traces_url("http://localhost:4318"),
+            "http://localhost:4318/v1/traces"
+        );
+        assert_eq!(
+            traces_url("http://localhost:4318/"),
+            "http://localhost:4318/v1/traces"
+        );
+        assert_eq!(
+            traces_url("http://c:4318/v1/traces"),
+            "http://c:4318/v1/traces"
+        );
+    }
+
+    #[test]
+    fn a_flag_wins_over_the_environment() {
+        assert_eq!(
+            Target::resolve(Some("http://x:1")),
+            Some(Target::Url("http://x:1".into()))
+        );
+    }
+}

@@ -1,0 +1,645 @@
+//! The demo's services, all in this process on 127.0.0.1:
+//!
+//! ```text
+//! lens-demo ──HTTP──▶ gateway (axum) ──HTTP (reqwest)──▶ planner (axum) ──gRPC──▶ trainer (tonic)
+//!   trainer ──remote call (`_otel_carrier`)──▶ rollout-worker
+//!   trainer ──train_step: broadcast to 4 ranks──▶ trainer-rank-0..3
+//!   rank 0 ──activations + context frame──▶ rank 1 ──▶ rank 2 ──▶ rank 3
+//! ```
+//!
+//! Each service has its own tracer provider (its own `service.name`); all export into one
+//! [`Collector`].
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::mpsc;
+use std::task::{Context as TaskContext, Poll};
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::{Json, Router};
+use lens_axum::{LensLayer, RequestContext};
+use lens_core::{LensContextExt, extract_context};
+use lens_dist::{
+    DistError, Remote, ThreadComm, ThreadGroup, broadcast_trace_context, create_linked_span,
+};
+use lens_nccl::FrameCodec;
+use lens_reqwest::LensMiddleware;
+use lens_tonic::{ClientLayer, ClientService, JsonCodec, RemoteCall, ServerLayer};
+use opentelemetry::context::FutureExt as _;
+use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, TraceId, Tracer as _};
+use opentelemetry::{Context, KeyValue};
+use opentelemetry_sdk::trace::SdkTracer;
+use reqwest_middleware::ClientWithMiddleware;
+use serde::{Deserialize, Serialize};
+use tonic::body::Body;
+use tonic::server::{NamedService, UnaryService};
+use tonic::transport::{Channel, Endpoint};
+use tower_layer::Layer as _;
+
+use super::collect::{Collector, Service};
+use super::waterfall::BROADCAST_SCOPE;
+
+/// Pipeline ranks of the training step.
+pub(crate) const RANKS: usize = 4;
+
+/// The gRPC service and method of the trainer.
+const TRAINER_SERVICE: &str = "lens.demo.Trainer";
+const STEP_PATH: &str = "/lens.demo.Trainer/Step";
+
+/// Size of the activations handed from stage to stage.
+const ACTIVATIONS: usize = 4096;
+
+/// What can go wrong while the demo runs.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum DemoError {
+    /// A demo server could not listen on 127.0.0.1.
+    #[error("cannot listen on 127.0.0.1: {0}")]
+    Bind(#[from] std::io::Error),
+    /// An HTTP call failed.
+    #[error("HTTP call to {service} failed: {message}")]
+    Http {
+        /// The called service.
+        service: &'static str,
+        /// What failed.
+        message: String,
+    },
+    /// The gRPC call to the trainer failed.
+    #[error("gRPC call to the trainer failed: {0}")]
+    Grpc(#[from] tonic::Status),
+    /// The trace-context broadcast between ranks failed.
+    #[error("broadcast between ranks failed: {0}")]
+    Dist(#[from] DistError),
+    /// The gRPC channel to the trainer could not be set up.
+    #[error("gRPC channel: {0}")]
+    Channel(String),
+    /// A pipeline rank failed.
+    #[error("pipeline rank {rank}: {message}")]
+    Rank {
+        /// The rank.
+        rank: usize,
+        /// What failed.
+        message: String,
+    },
+}
+
+/// The demo's request body and every reply up the chain.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct TrainRequest {
+    pub(crate) prompt: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct TrainReply {
+    /// The trace id the gateway saw.
+    pub(crate) trace_id: String,
+    pub(crate) loss: f64,
+    pub(crate) tokens: usize,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct StepRequest {
+    prompt: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct StepReply {
+    loss: f64,
+    tokens: usize,
+}
+
+/// The keyword arguments of the Ray-style remote call.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct GenerateArgs {
+    prompt: String,
+}
+
+/// All services, started; [`Demo::request`] sends one request through them.
+pub(crate) struct Demo {
+    client: ClientWithMiddleware,
+    driver: SdkTracer,
+    gateway_url: String,
+    services: Vec<Service>,
+}
+
+impl Demo {
+    /// Starts every service on 127.0.0.1 (port 0) and returns once they listen.
+    pub(crate) async fn start(collector: &Collector) -> Result<Demo, DemoError> {
+        let driver = Service::new(collector, "lens-demo");
+        let gateway = Service::new(collector, "gateway");
+        let planner = Service::new(collector, "planner");
+        let trainer = Service::new(collector, "trainer");
+        let worker = Service::new(collector, "rollout-worker");
+        let ranks: Vec<Service> = (0..RANKS)
+            .map(|r| Service::new(collector, &format!("trainer-rank-{r}")))
+            .collect();
+
+        // trainer: tonic server with the lens server layer.
+        let trainer_addr = serve_trainer(
+            Trainer {
+                step: StepContext {
+                    trainer: trainer.tracer("trainer"),
+                    worker: worker.tracer(lens_tonic::RAY_TRACER_NAME),
+                    ranks: ranks.iter().map(|r| r.tracer(BROADCAST_SCOPE)).collect(),
+                },
+            },
+            trainer.tracer(lens_tonic::TRACER_NAME),
+        )
+        .await?;
+
+        // planner: axum, calls the trainer over gRPC through the lens client layer.
+        let channel = Endpoint::from_shared(format!("http://{trainer_addr}"))
+            .map_err(|e| DemoError::Channel(e.to_string()))?
+            .connect_lazy();
+        let grpc = ClientLayer::with_tracer(planner.tracer(lens_tonic::TRACER_NAME))
+            .with_server_address(trainer_addr.ip().to_string(), trainer_addr.port())
+            .layer(channel);
+        let planner_app = Router::new()
+            .route("/plan", post(plan))
+            .with_state(grpc)
+            .layer(LensLayer::new().with_tracer(planner.tracer("lens-axum")));
+        let planner_addr = serve_http(planner_app).await?;
+
+        // gateway: axum, calls the planner through reqwest with the lens middleware.
+        let gateway_state = Gateway {
+            client: traced_client(gateway.tracer("lens-reqwest")),
+            planner_url: format!("http://{planner_addr}/plan"),
+        };
+        let gateway_app = Router::new()
+            .route("/v1/train", post(train))
+            .with_state(gateway_state)
+            .layer(LensLayer::new().with_tracer(gateway.tracer("lens-axum")));
+        let gateway_addr = serve_http(gateway_app).await?;
+
+        let mut services = vec![driver.clone(), gateway, planner, trainer, worker];
+        services.extend(ranks);
+        Ok(Demo {
+            client: traced_client(driver.tracer("lens-reqwest")),
+            driver: driver.tracer("lens-demo"),
+            gateway_url: format!("http://{gateway_addr}/v1/train"),
+            services,
+        })
+    }
+
+    /// Sends request number `n` to the gateway from a root span `demo request`; returns the
+    /// trace id.
+    pub(crate) async fn request(&self, n: usize) -> Result<(TraceId, TrainReply), DemoError> {
+        let root = self
+            .driver
+            .span_builder("demo request")
+            .with_kind(SpanKind::Internal)
+            .with_attributes([KeyValue::new("demo.request", n as i64)])
+            .start_with_context(&self.driver, &Context::new());
+        let trace_id = root.span_context().trace_id();
+        let cx = Context::new().with_span(root);
+        let cx = cx
+            .with_baggage_entry("demo.request", &n.to_string())
+            .unwrap_or(cx);
+        let result = post_json(
+            &self.client,
+            "gateway",
+            &self.gateway_url,
+            &TrainRequest {
+                prompt: format!("request {n}: explain W3C trace context"),
+            },
+            cx.clone(),
+        )
+        .await;
+        if let Err(e) = &result {
+            cx.span().set_status(Status::error(e.to_string()));
+        }
+        cx.span().end();
+        result.map(|reply| (trace_id, reply))
+    }
+
+    /// Flushes every service's provider.
+    pub(crate) fn flush(&self) {
+        for service in &self.services {
+            // The simple processor exports as spans end; a failed flush loses nothing here.
+            let _ = service.flush();
+        }
+    }
+}
+
+fn traced_client(tracer: SdkTracer) -> ClientWithMiddleware {
+    reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(LensMiddleware::new().with_tracer(tracer))
+        .build()
+}
+
+async fn post_json<B: Serialize, R: for<'de> Deserialize<'de>>(
+    client: &ClientWithMiddleware,
+    service: &'static str,
+    url: &str,
+    body: &B,
+    cx: Context,
+) -> Result<R, DemoError> {
+    let http = |message: String| DemoError::Http { service, message };
+    let response = client
+        .post(url)
+        .json(body)
+        .with_extension(cx)
+        .send()
+        .await
+        .map_err(|e| http(e.to_string()))?;
+    let status = response.status();
+    if !status.is_success() {
+        let text = response.text().await.unwrap_or_default();
+        return Err(http(format!("{status}: {text}")));
+    }
+    response.json().await.map_err(|e| http(e.to_string()))
+}
+
+async fn serve_http(app: Router) -> Result<SocketAddr, DemoError> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        let _ = axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await;
+    });
+    Ok(addr)
+}
+
+// ---- gateway ----
+
+#[derive(Clone)]
+struct Gateway {
+    client: ClientWithMiddleware,
+    planner_url: String,
+}
+
+type HandlerError = (StatusCode, String);
+
+fn internal(e: impl std::fmt::Display) -> HandlerError {
+    (StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+}
+
+/// `POST /v1/train`: tags the request with the tenant (baggage) and asks the planner.
+async fn train(
+    State(gateway): State<Gateway>,
+    request: RequestContext,
+    Json(body): Json<TrainRequest>,
+) -> Result<Json<TrainReply>, HandlerError> {
+    let cx = request.context();
+    let cx = cx
+        .with_baggage_entry("tenant", "acme")
+        .unwrap_or_else(|_| cx.clone());
+    let step: StepReply = post_json(&gateway.client, "planner", &gateway.planner_url, &body, cx)
+        .await
+        .map_err(internal)?;
+    Ok(Json(TrainReply {
+        trace_id: request
+            .trace_id()
+            .map(|t| t.to_string())
+            .unwrap_or_default(),
+        loss: step.loss,
+        tokens: step.tokens,
+    }))
+}
+
+// ---- planner ----
+
+type TrainerClient = ClientService<Channel, SdkTracer>;
+
+/// `POST /plan`: one training step on the trainer, over gRPC.
+async fn plan(
+    State(channel): State<TrainerClient>,
+    request: RequestContext,
+    Json(body): Json<TrainRequest>,
+) -> Result<Json<StepReply>, HandlerError> {
+    let mut grpc = tonic::client::Grpc::new(channel);
+    let call = async move {
+        grpc.ready().await.map_err(internal)?;
+        grpc.unary(
+            tonic::Request::new(StepRequest {
+                prompt: body.prompt,
+            }),
+            http::uri::PathAndQuery::from_static(STEP_PATH),
+            JsonCodec::<StepRequest, StepReply>::new(),
+        )
+        .await
+        .map(tonic::Response::into_inner)
+        .map_err(internal)
+    };
+    call.with_context(request.into_context()).await.map(Json)
+}
+
+// ---- trainer ----
+
+/// The tracers a training step uses.
+#[derive(Clone)]
+struct StepContext {
+    trainer: SdkTracer,
+    worker: SdkTracer,
+    ranks: Vec<SdkTracer>,
+}
+
+#[derive(Clone)]
+struct Trainer {
+    step: StepContext,
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+impl NamedService for Trainer {
+    const NAME: &'static str = TRAINER_SERVICE;
+}
+
+impl tower_service::Service<http::Request<Body>> for Trainer {
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Result<http::Response<Body>, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut TaskContext<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        // The lens server layer made the SERVER span current for this call.
+        let step = Step {
+            tracers: self.step.clone(),
+            cx: Context::current(),
+        };
+        match request.uri().path() {
+            STEP_PATH => Box::pin(async move {
+                let mut grpc = tonic::server::Grpc::new(JsonCodec::<StepReply, StepRequest>::new());
+                Ok(grpc.unary(step, request).await)
+            }),
+            _ => Box::pin(
+                async move { Ok(tonic::Status::unimplemented("no such method").into_http()) },
+            ),
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Step {
+    tracers: StepContext,
+    /// The Context of the call (its SERVER span).
+    cx: Context,
+}
+
+impl UnaryService<StepRequest> for Step {
+    type Response = StepReply;
+    type Future = BoxFuture<Result<tonic::Response<StepReply>, tonic::Status>>;
+
+    fn call(&mut self, request: tonic::Request<StepRequest>) -> Self::Future {
+        let cx = self.cx.clone();
+        let tracers = self.tracers.clone();
+        let prompt = request.into_inner().prompt;
+        Box::pin(async move {
+            let tokens = remote_generate(&tracers.worker, &cx, prompt).await?;
+            let loss = train_step(&tracers, &cx, tokens).await?;
+            Ok(tonic::Response::new(StepReply { loss, tokens }))
+        })
+    }
+}
+
+async fn serve_trainer(trainer: Trainer, tracer: SdkTracer) -> Result<SocketAddr, DemoError> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let incoming = tonic::transport::server::TcpIncoming::from(listener);
+    tokio::spawn(async move {
+        let _ = tonic::transport::Server::builder()
+            .layer(ServerLayer::with_tracer(tracer))
+            .serve_with_incoming(trainer, incoming)
+            .await;
+    });
+    Ok(addr)
+}
+
+/// The Ray-style remote call: the trainer dispatches `RolloutWorker.generate` with the current
+/// context in `_otel_carrier`; the call crosses as JSON bytes; the worker runs it in a span whose
+/// parent is that carrier.
+async fn remote_generate(
+    worker: &SdkTracer,
+    cx: &Context,
+    prompt: String,
+) -> Result<usize, tonic::Status> {
+    let call = {
+        let _guard = cx.clone().attach();
+        lens_tonic::dispatch_with_context(GenerateArgs { prompt })
+    };
+    let wire = serde_json::to_vec(&call).map_err(|e| tonic::Status::internal(e.to_string()))?;
+    let worker = worker.clone();
+    let handle = tokio::spawn(async move {
+        let call: RemoteCall<GenerateArgs> =
+            serde_json::from_slice(&wire).map_err(|e| tonic::Status::internal(e.to_string()))?;
+        let RemoteCall { args, carrier } = call;
+        let tokens = lens_tonic::traced_remote_call_with_tracer(
+            &worker,
+            "RolloutWorker.generate",
+            carrier.as_ref(),
+            async move {
+                let cx = Context::current();
+                let tokens = args.prompt.split_whitespace().count() * 16;
+                cx.span()
+                    .set_attribute(KeyValue::new("rollout.tokens", tokens as i64));
+                tokens
+            },
+        )
+        .await;
+        Ok::<usize, tonic::Status>(tokens)
+    });
+    handle
+        .await
+        .map_err(|e| tonic::Status::internal(e.to_string()))?
+}
+
+/// One training step: a `train_step` span, its context broadcast to the ranks, activations
+/// handed stage to stage with context frames; returns the loss from the last stage.
+async fn train_step(
+    tracers: &StepContext,
+    cx: &Context,
+    tokens: usize,
+) -> Result<f64, tonic::Status> {
+    let span = tracers
+        .trainer
+        .span_builder("train_step")
+        .with_kind(SpanKind::Internal)
+        .with_attributes([
+            KeyValue::new("pp.ranks", RANKS as i64),
+            KeyValue::new("rollout.tokens", tokens as i64),
+        ])
+        .start_with_context(&tracers.trainer, cx);
+    let step_cx = cx.with_span(span);
+    let ranks = tracers.ranks.clone();
+    let rank0_cx = step_cx.clone();
+    let result = tokio::task::spawn_blocking(move || run_pipeline(&ranks, rank0_cx, tokens)).await;
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => Err(DemoError::Rank {
+            rank: 0,
+            message: e.to_string(),
+        }),
+    };
+    match &result {
+        Ok(loss) => step_cx
+            .span()
+            .set_attribute(KeyValue::new("train.loss", *loss)),
+        Err(e) => step_cx.span().set_status(Status::error(e.to_string())),
+    }
+    step_cx.span().end();
+    result.map_err(|e| tonic::Status::internal(e.to_string()))
+}
+
+/// What one stage hands to the next: the context frame and the activations (one NCCL group
+/// call in a real job).
+struct Handoff {
+    frame: Vec<u8>,
+    activations: Vec<f32>,
+}
+
+/// The ranks as threads of one process: rank 0 holds the step's context and broadcasts it;
+/// each stage links to the previous stage's span through the context frame it received.
+fn run_pipeline(tracers: &[SdkTracer], step_cx: Context, tokens: usize) -> Result<f64, DemoError> {
+    let comms = ThreadGroup::new(tracers.len());
+    let (senders, receivers): (Vec<_>, Vec<_>) = (0..tracers.len())
+        .map(|_| mpsc::channel::<Handoff>())
+        .unzip();
+    // Stage r receives on receivers[r] and sends on senders[r + 1].
+    let mut receivers: Vec<Option<mpsc::Receiver<Handoff>>> =
+        receivers.into_iter().map(Some).collect();
+    let mut next: Vec<Option<mpsc::Sender<Handoff>>> =
+        senders.into_iter().skip(1).map(Some).collect();
+    next.push(None);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = comms
+            .into_iter()
+            .zip(tracers)
+            .enumerate()
+            .map(|(rank, (comm, tracer))| {
+                let input = if rank == 0 {
+                    None
+                } else {
+                    receivers[rank].take()
+                };
+                let output = next[rank].take();
+                let cx = (rank == 0).then(|| step_cx.clone());
+                s.spawn(move || stage(rank, &comm, tracer, cx, input, output, tokens))
+            })
+            .collect();
+        let mut loss = None;
+        for (rank, handle) in handles.into_iter().enumerate() {
+            match handle.join() {
+                Ok(Ok(Some(l))) => loss = Some(l),
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => return Err(e),
+                Err(_) => {
+                    return Err(DemoError::Rank {
+                        rank,
+                        message: "the rank's thread panicked".into(),
+                    });
+                }
+            }
+        }
+        loss.ok_or(DemoError::Rank {
+            rank: tracers.len().saturating_sub(1),
+            message: "no loss from the last stage".into(),
+        })
+    })
+}
+
+/// One pipeline rank. Returns the loss on the last stage.
+fn stage(
+    rank: usize,
+    comm: &ThreadComm,
+    tracer: &SdkTracer,
+    source_cx: Option<Context>,
+    input: Option<mpsc::Receiver<Handoff>>,
+    output: Option<mpsc::Sender<Handoff>>,
+    tokens: usize,
+) -> Result<Option<f64>, DemoError> {
+    let rank_err = |message: String| DemoError::Rank { rank, message };
+    // Every rank joins the broadcast; rank 0 sends the step's context, the others receive it and
+    // work under it (their spans get the step as remote parent).
+    let carrier = {
+        let _guard = source_cx.clone().map(Context::attach);
+        broadcast_trace_context(comm, rank, 0)?
+    };
+    let parent = match (source_cx, &carrier) {
+        (Some(cx), _) => cx,
+        (None, Some(carrier)) => extract_context(carrier),
+        (None, None) => Context::new(),
+    };
+    let _guard = parent.clone().attach();
+
+    let codec = FrameCodec::default();
+    let (previous, mut activations) = match input {
+        Some(rx) => {
+            let handoff = rx
+                .recv()
+                .map_err(|_| rank_err("the previous stage has gone".into()))?;
+            let previous = codec
+                .decode(&handoff.frame)
+                .map(|carrier| extract_context(&carrier))
+                .map_err(|e| rank_err(format!("context frame: {e}")))?;
+            (Some(previous), handoff.activations)
+        }
+        None => (None, initial_activations(tokens)),
+    };
+    let remote = match &previous {
+        Some(cx) => Remote::from(cx),
+        None => Remote::None,
+    };
+    let mut attributes = vec![
+        KeyValue::new("pp.stage", rank as i64),
+        KeyValue::new("rank", rank as i64),
+    ];
+    if let Some(tenant) = parent.baggage_value("tenant") {
+        attributes.push(KeyValue::new("tenant", tenant));
+    }
+    let span = create_linked_span(tracer, format!("pp_stage {rank}"), remote, attributes);
+    let stage_cx = parent.with_span(span);
+
+    forward(&mut activations, rank);
+    let result = match output {
+        Some(tx) => {
+            let frame = codec
+                .encode(&stage_cx)
+                .map_err(|e| rank_err(format!("context frame: {e}")))?;
+            stage_cx
+                .span()
+                .set_attribute(KeyValue::new("nccl.frame.bytes", frame.len() as i64));
+            tx.send(Handoff { frame, activations })
+                .map_err(|_| rank_err("the next stage has gone".into()))?;
+            None
+        }
+        None => {
+            let loss = activations
+                .iter()
+                .map(|a| f64::from(*a).powi(2))
+                .sum::<f64>()
+                / activations.len().max(1) as f64;
+            stage_cx
+                .span()
+                .set_attribute(KeyValue::new("train.loss", loss));
+            Some(loss)
+        }
+    };
+    stage_cx.span().end();
+    Ok(result)
+}
+
+fn initial_activations(tokens: usize) -> Vec<f32> {
+    (0..ACTIVATIONS)
+        .map(|i| ((i + tokens) % 97) as f32 / 97.0 - 0.5)
+        .collect()
+}
+
+/// A stand-in for a pipeline stage's forward pass: a few passes of a small nonlinearity.
+fn forward(activations: &mut [f32], rank: usize) {
+    let w = 0.9 + rank as f32 * 0.01;
+    for _ in 0..32 {
+        for a in activations.iter_mut() {
+            *a = (*a * w + 0.01).tanh();
+        }
+    }
+}
