@@ -306,17 +306,6 @@ impl BaggageList {
             if parser.list.header.capacity() == 0 {
                 let hint = trim_ows(line).len().min(limits.baggage_bytes);
                 parser.list.header.reserve(hint);
-                // Members in the first line, bounded by the limit: one allocation for the list.
-                let members = line
-                    .bytes()
-                    .take(limits.baggage_bytes)
-                    .filter(|&b| b == b',')
-                    .count()
-                    + 1;
-                parser
-                    .list
-                    .entries
-                    .reserve(members.min(limits.baggage_members));
             }
             for member in split_byte(line, b',') {
                 if !parser.member(member, &mut report) {

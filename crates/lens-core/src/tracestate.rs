@@ -172,6 +172,9 @@ impl TraceStateList {
                     limit: limits.tracestate_bytes,
                 });
             }
+            if list.header.capacity() == 0 {
+                list.header.reserve(line.len());
+            }
             for raw in split_byte(line, b',') {
                 let member = trim_ows(raw);
                 if member.is_empty() {
@@ -207,9 +210,7 @@ impl TraceStateList {
     }
 
     fn push_unchecked(&mut self, key: &str, value: &str) {
-        if self.header.is_empty() {
-            self.header.reserve(key.len() + value.len() + 1);
-        } else {
+        if !self.header.is_empty() {
             self.header.push(',');
         }
         self.header.push_str(key);
