@@ -10,6 +10,8 @@ use lens_core::tracestate::TraceStateList;
 
 use crate::USAGE_ERROR;
 
+mod nccl;
+
 const HELP: &str = "\
 usage: lens inspect [--as KIND] [--plus-as-space] VALUE...
 
@@ -24,8 +26,12 @@ Without a header name or --as, a value shaped like a traceparent (two characters
 digits and dashes, no `=`) is read as a traceparent; otherwise the content decides between
 tracestate and baggage.
 
+NCCL context bytes (NeMo Lens `serialize_context()`, lens-nccl) are read too: JSON text
+(`{\"traceparent\": ...}`), or base64 of that JSON or of a lens-nccl context frame. The frame's
+header and checksum are checked, then the JSON carrier, then each header in it.
+
 options:
-  --as KIND         read the values as KIND: traceparent, tracestate or baggage
+  --as KIND         read the values as KIND: traceparent, tracestate, baggage or nccl
   --plus-as-space   baggage: decode `+` in values as a space (Python senders; SPEC.md §3)
   -h, --help        print this text
 
@@ -69,6 +75,9 @@ struct Options {
 
 /// Runs `lens inspect` with `args` (everything after `inspect`).
 pub(crate) fn main(args: &[String]) -> ExitCode {
+    if let Some(code) = nccl::main_if_nccl(args) {
+        return code;
+    }
     let result = parse_args(args).and_then(|options| match options {
         None => {
             println!("{HELP}");

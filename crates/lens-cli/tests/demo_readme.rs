@@ -1,0 +1,72 @@
+//! The top-level README's examples are the `examples/readme_*.rs` programs of this crate (which
+//! `cargo test` builds), word for word; its run command is the demo; its links resolve.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn readme() -> String {
+    std::fs::read_to_string(root().join("README.md")).unwrap()
+}
+
+/// (path named by an `<!-- example: PATH -->` marker, the rust block after it)
+fn examples(readme: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = readme;
+    while let Some(at) = rest.find("<!-- example: ") {
+        rest = &rest[at + "<!-- example: ".len()..];
+        let (path, after) = rest.split_once(" -->").unwrap();
+        let block = after
+            .trim_start()
+            .strip_prefix("```rust\n")
+            .unwrap_or_else(|| panic!("a rust block after the marker for {path}"));
+        let (code, _) = block.split_once("\n```").unwrap();
+        out.push((path.to_owned(), code.to_owned()));
+        rest = after;
+    }
+    out
+}
+
+#[test]
+fn every_readme_example_is_a_built_example_program() {
+    let readme = readme();
+    let examples = examples(&readme);
+    let paths: Vec<&str> = examples.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "crates/lens-cli/examples/readme_core.rs",
+            "crates/lens-cli/examples/readme_axum.rs",
+            "crates/lens-cli/examples/readme_reqwest.rs",
+            "crates/lens-cli/examples/readme_tonic.rs",
+            "crates/lens-cli/examples/readme_nccl.rs",
+            "crates/lens-cli/examples/readme_dist.rs",
+        ]
+    );
+    for (path, code) in &examples {
+        let file = std::fs::read_to_string(root().join(path)).unwrap();
+        assert_eq!(file.trim_end(), code.trim_end(), "README block for {path}");
+        assert!(code.lines().count() <= 25, "{path} is short");
+    }
+}
+
+#[test]
+fn readme_runs_the_demo_and_links_resolve() {
+    let readme = readme();
+    assert!(readme.contains("```sh\ncargo run --release -p lens-cli -- demo\n```"));
+    assert!(readme.contains("```sh\ncargo xtask test\n```"));
+    let mut rest = readme.as_str();
+    let mut links = 0;
+    while let Some(at) = rest.find("](") {
+        rest = &rest[at + 2..];
+        let target = &rest[..rest.find(')').unwrap()];
+        if !target.starts_with("http") {
+            assert!(root().join(target).exists(), "README links to {target}");
+            links += 1;
+        }
+    }
+    assert!(links >= 10, "{links} links");
+}
