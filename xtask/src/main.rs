@@ -3,8 +3,11 @@
 //! * `cargo xtask test`: formatting, clippy, the workspace tests, then every optional
 //!   (feature-gated) suite whose requirements are present on this machine.
 //! * `cargo xtask bench [GROUP]`: the criterion benchmark suites.
+//! * `cargo xtask interop`: lens against the real Python NeMo Lens, live (see `interop.rs`).
 //!
 //! Only std: every task shells out to `cargo`.
+
+mod interop;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -16,6 +19,7 @@ usage: cargo xtask <COMMAND> [OPTIONS]
 commands:
   test     run the project's checks: fmt, clippy, workspace tests, optional suites
   bench    run criterion benchmark suites
+  interop  run the live interop scenarios against the Python NeMo Lens
   help     print this text
 
 `cargo xtask <COMMAND> --help` describes a command.";
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
     let result = match command.as_str() {
         "test" => test(rest),
         "bench" => bench(rest),
+        "interop" => interop::interop(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(())
@@ -96,7 +101,7 @@ struct OptionalStep {
     command: fn() -> Command,
 }
 
-/// Optional suites, run after the workspace tests in this order. None exist yet. Examples:
+/// Optional suites, run after the workspace tests in this order. Examples of others:
 ///
 /// ```text
 /// OptionalStep {
@@ -112,7 +117,12 @@ struct OptionalStep {
 ///     command: || cargo(&["test", "-p", "lens-dist", "--features", "mpi"]),
 /// },
 /// ```
-const OPTIONAL_STEPS: &[OptionalStep] = &[];
+const OPTIONAL_STEPS: &[OptionalStep] = &[OptionalStep {
+    name: "interop (Python NeMo Lens)",
+    requires: interop::requirement,
+    install: "Python >= 3.13 with venv (e.g. `pyenv install 3.13`)",
+    command: interop::command,
+}];
 
 fn test(args: &[String]) -> Result {
     if let Some(arg) = args.first() {

@@ -1,0 +1,148 @@
+//! Contexts as JSON both languages read and write: a [`Spec`] to build, a [`Seen`] observed.
+//!
+//! The Python side is `interop/python/common.py` (`build_context`, `describe`).
+
+use lens_core::{Carrier, LensContextExt};
+use opentelemetry::Context;
+use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// A context to build on both sides: a span context (ids, flags, tracestate) and baggage.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Spec {
+    pub(crate) span: Option<SpanSpec>,
+    pub(crate) baggage: Vec<(String, String)>,
+}
+
+/// The span context of a [`Spec`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct SpanSpec {
+    pub(crate) trace_id: String,
+    pub(crate) span_id: String,
+    pub(crate) trace_flags: u8,
+    pub(crate) tracestate: Vec<(String, String)>,
+}
+
+/// What one side saw of a Context: its valid span context, if any, and its baggage in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Seen {
+    pub(crate) span: Option<SeenSpan>,
+    pub(crate) baggage: Vec<(String, String)>,
+}
+
+/// The span context part of [`Seen`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SeenSpan {
+    pub(crate) trace_id: String,
+    pub(crate) span_id: String,
+    pub(crate) trace_flags: u8,
+    pub(crate) sampled: bool,
+    pub(crate) is_remote: bool,
+    /// The tracestate as a header value (`""` when empty).
+    pub(crate) tracestate: String,
+}
+
+impl Spec {
+    pub(crate) fn span(trace_id: &str, span_id: &str, flags: u8) -> Self {
+        Spec {
+            span: Some(SpanSpec {
+                trace_id: trace_id.to_owned(),
+                span_id: span_id.to_owned(),
+                trace_flags: flags,
+                tracestate: Vec::new(),
+            }),
+            baggage: Vec::new(),
+        }
+    }
+
+    pub(crate) fn tracestate(mut self, entries: &[(&str, &str)]) -> Self {
+        if let Some(span) = &mut self.span {
+            span.tracestate = pairs(entries);
+        }
+        self
+    }
+
+    pub(crate) fn baggage(mut self, entries: &[(&str, &str)]) -> Self {
+        self.baggage = pairs(entries);
+        self
+    }
+
+    /// The tracestate header the spec's entries make (`""` without a span).
+    pub(crate) fn tracestate_header(&self) -> String {
+        self.span.as_ref().map_or_else(String::new, |s| {
+            s.tracestate
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+    }
+
+    /// The spec as a Rust Context, built through the APIs an application uses:
+    /// `SpanContext::new` (with opentelemetry's `TraceState`) and
+    /// [`LensContextExt::with_baggage_entry`].
+    pub(crate) fn build(&self) -> Result<Context> {
+        let mut cx = Context::new();
+        if let Some(span) = &self.span {
+            let bad = |m: String| Error::Context {
+                what: format!("{span:?}"),
+                message: m,
+            };
+            let state = TraceState::from_key_value(
+                span.tracestate
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str())),
+            )
+            .map_err(|e| bad(e.to_string()))?;
+            let sc = SpanContext::new(
+                TraceId::from_hex(&span.trace_id).map_err(|e| bad(e.to_string()))?,
+                SpanId::from_hex(&span.span_id).map_err(|e| bad(e.to_string()))?,
+                TraceFlags::new(span.trace_flags),
+                false,
+                state,
+            );
+            cx = cx.with_remote_span_context(sc);
+        }
+        for (k, v) in &self.baggage {
+            cx = cx.with_baggage_entry(k, v).map_err(|e| Error::Context {
+                what: format!("baggage {k}={v:?}"),
+                message: e.to_string(),
+            })?;
+        }
+        Ok(cx)
+    }
+}
+
+/// What a Rust Context holds, as [`Seen`]. The tracestate is the one lens sends on (its own copy
+/// where opentelemetry's `TraceState` cannot hold it, SPEC.md §10).
+pub(crate) fn seen(cx: &Context) -> Seen {
+    let span = cx.span();
+    let sc = span.span_context();
+    let span = sc.is_valid().then(|| {
+        let mut carrier = Carrier::with_capacity(2);
+        lens_core::propagator().inject_parts(cx, &mut carrier, true, false);
+        SeenSpan {
+            trace_id: sc.trace_id().to_string(),
+            span_id: sc.span_id().to_string(),
+            trace_flags: sc.trace_flags().to_u8(),
+            sampled: sc.is_sampled(),
+            is_remote: sc.is_remote(),
+            tracestate: carrier.get("tracestate").unwrap_or_default().to_owned(),
+        }
+    });
+    let baggage = cx
+        .lens_baggage()
+        .iter()
+        .map(|e| (e.key().to_owned(), e.value().to_owned()))
+        .collect();
+    Seen { span, baggage }
+}
+
+pub(crate) fn pairs(entries: &[(&str, &str)]) -> Vec<(String, String)> {
+    entries
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}

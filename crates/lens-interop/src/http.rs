@@ -1,0 +1,438 @@
+//! Scenario HTTP, both directions, one trace each:
+//!
+//! * Python first: harness -> Python `POST /start` (FastAPI, `instrument_fastapi`; sets baggage)
+//!   -> aiohttp (`instrument_aiohttp_client`) -> Rust `POST /relay` (axum + `LensLayer`) -> reqwest
+//!   + `LensMiddleware` -> Python `POST /leaf`.
+//! * Rust first: harness -> Rust `POST /start` (sets baggage) -> reqwest + `LensMiddleware` ->
+//!   Python `POST /relay` -> aiohttp -> Rust `POST /leaf`.
+//!
+//! The harness's own requests carry no trace context, so each trace starts in the first service.
+//! Every handler answers with what it saw (`Seen`) and what the next hop answered.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{Json, State};
+use axum::http::StatusCode;
+use axum::routing::post;
+use lens_axum::{LensLayer, RequestContext};
+use lens_core::{LensContextExt, W3cPropagator};
+use lens_reqwest::LensMiddleware;
+use opentelemetry::Context;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::check::Checks;
+use crate::describe::{Seen, pairs, seen};
+use crate::error::{Error, Result};
+use crate::python::{PythonProcess, START_TIMEOUT};
+use crate::spans::{self, Side, SpanRecord};
+
+/// Where the trace starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    PythonFirst,
+    RustFirst,
+}
+
+/// Baggage set by the first service and read, unchanged, by every later one.
+const BAGGAGE: &[(&str, &str)] = &[
+    ("tenant", "acme corp"),
+    ("list", "a,b,c"),
+    ("eq", "k=v=w"),
+    ("semi", "x;y"),
+    ("utf8", "naïve café ✓ 東京 🚀"),
+    ("plus", "1+1=2"),
+    ("pct", "100% sure"),
+];
+
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(15);
+
+#[derive(Clone)]
+struct AppState {
+    client: ClientWithMiddleware,
+    python_url: Arc<OnceLock<String>>,
+}
+
+#[derive(Deserialize)]
+struct StartBody {
+    baggage: Vec<(String, String)>,
+}
+
+type Answer = std::result::Result<Json<Value>, (StatusCode, String)>;
+
+fn bad_gateway(e: impl std::fmt::Display) -> (StatusCode, String) {
+    (StatusCode::BAD_GATEWAY, e.to_string())
+}
+
+/// POSTs `{}` to the Python service at `path` through the lens reqwest middleware, as a child of
+/// `cx`; the answer's JSON.
+async fn call_python(
+    state: &AppState,
+    path: &str,
+    cx: Context,
+) -> Result<Value, (StatusCode, String)> {
+    let base = state
+        .python_url
+        .get()
+        .ok_or_else(|| bad_gateway("python url not set"))?;
+    let response = state
+        .client
+        .post(format!("{base}{path}"))
+        .header("content-type", "application/json")
+        .body("{}")
+        .with_extension(cx)
+        .send()
+        .await
+        .map_err(bad_gateway)?;
+    if !response.status().is_success() {
+        return Err(bad_gateway(format!("python {path}: {}", response.status())));
+    }
+    let body = response.bytes().await.map_err(bad_gateway)?;
+    serde_json::from_slice(&body).map_err(bad_gateway)
+}
+
+/// Python first, middle hop: reports what it saw and calls Python `/leaf`.
+async fn relay(State(state): State<AppState>, cx: RequestContext) -> Answer {
+    let seen_here = seen(cx.context());
+    let python = call_python(&state, "/leaf", cx.into_context()).await?;
+    Ok(Json(json!({"rust_relay": seen_here, "python": python})))
+}
+
+/// Rust first, first hop: sets the baggage and calls Python `/relay`.
+async fn start(
+    State(state): State<AppState>,
+    rc: RequestContext,
+    Json(body): Json<StartBody>,
+) -> Answer {
+    let mut cx = rc.into_context();
+    for (k, v) in &body.baggage {
+        cx = cx
+            .with_baggage_entry(k, v)
+            .map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()))?;
+    }
+    let seen_here = seen(&cx);
+    let python = call_python(&state, "/relay", cx).await?;
+    Ok(Json(json!({"rust_start": seen_here, "python": python})))
+}
+
+/// Rust first, last hop.
+async fn leaf(cx: RequestContext) -> Json<Value> {
+    Json(json!({"rust_leaf": seen(cx.context())}))
+}
+
+pub(crate) async fn run(
+    python: &Path,
+    scripts: &Path,
+    out: &Path,
+    direction: Direction,
+    checks: &mut Checks,
+) -> Result<()> {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let tracer = provider.tracer("lens-interop");
+
+    let reqwest_client = reqwest::Client::builder()
+        .timeout(REQUEST_TIMEOUT)
+        .build()
+        .map_err(Error::http("reqwest client"))?;
+    let state = AppState {
+        client: ClientBuilder::new(reqwest_client.clone())
+            .with(LensMiddleware::new().with_tracer(tracer.clone()))
+            .build(),
+        python_url: Arc::new(OnceLock::new()),
+    };
+    // The Rust services receive baggage from Python senders, which encode a space as `+`:
+    // lens's opt-in for exactly that (SPEC.md §3, `plus_as_space`).
+    let layer = LensLayer::new()
+        .with_tracer(tracer.clone())
+        .with_propagator(W3cPropagator::new().with_plus_as_space(true));
+    let router = Router::new()
+        .route("/relay", post(relay))
+        .route("/start", post(start))
+        .route("/leaf", post(leaf))
+        .with_state(state.clone())
+        .layer(layer);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(Error::io("binding the rust service"))?;
+    let rust_addr = listener
+        .local_addr()
+        .map_err(Error::io("rust service address"))?;
+    let rust_url = format!("http://{rust_addr}");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async {
+            let _ignored = stopped.await;
+        })
+        .await
+    });
+
+    let spans_path = out.join("python-spans.json");
+    let mut service = PythonProcess::spawn(
+        python,
+        &scripts.join("service.py"),
+        [
+            "--rust-url",
+            rust_url.as_str(),
+            "--spans",
+            &spans_path.to_string_lossy(),
+        ],
+    )?;
+    let port = tokio::task::block_in_place(|| service.read_tagged("LISTENING", START_TIMEOUT))?;
+    let python_url = format!("http://127.0.0.1:{port}");
+    let _ignored = state.python_url.set(python_url.clone());
+    wait_ready(&reqwest_client, &python_url).await?;
+
+    let (first, path) = match direction {
+        Direction::PythonFirst => (&python_url, "/start"),
+        Direction::RustFirst => (&rust_url, "/start"),
+    };
+    let response = reqwest_client
+        .post(format!("{first}{path}"))
+        .header("content-type", "application/json")
+        .body(json!({"baggage": pairs(BAGGAGE)}).to_string())
+        .send()
+        .await
+        .map_err(Error::http(format!("POST {first}{path}")))?;
+    let status = response.status();
+    let body = response
+        .bytes()
+        .await
+        .map_err(Error::http("reading the answer"))?;
+    checks.check("the first service answers 200", status.is_success(), || {
+        format!("{status}: {}", String::from_utf8_lossy(&body))
+    });
+    let answer: Value = serde_json::from_slice(&body).map_err(Error::json("answer"))?;
+    drop(reqwest_client);
+
+    // Stop both services: Python flushes its spans to the file, axum finishes its connections
+    // (so every SERVER span has ended).
+    let python_spans = tokio::task::block_in_place(|| -> Result<Vec<SpanRecord>> {
+        service.close_stdin();
+        let count = service.read_tagged("SPANS", START_TIMEOUT)?;
+        service.finish()?;
+        let spans = spans::read_python(&spans_path)?;
+        checks.eq(
+            "python reports the spans it wrote",
+            &count,
+            &spans.len().to_string(),
+        );
+        Ok(spans)
+    })?;
+    let _ignored = stop.send(());
+    match tokio::time::timeout(SHUTDOWN_TIMEOUT, server).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(e))) => checks.fail("rust service", e),
+        Ok(Err(e)) => checks.fail("rust service task", e),
+        Err(_) => checks.fail("rust service", "did not shut down in time"),
+    }
+    let _ignored = provider.force_flush();
+    let mut all = python_spans;
+    all.extend(spans::take_rust(&exporter, &out.join("rust-spans.json"))?);
+
+    match direction {
+        Direction::PythonFirst => check_python_first(checks, &answer, &all),
+        Direction::RustFirst => check_rust_first(checks, &answer, &all),
+    }
+    Ok(())
+}
+
+/// Polls `GET /health` until it answers 200 (bounded).
+async fn wait_ready(client: &reqwest::Client, base: &str) -> Result<()> {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        let ok = client
+            .get(format!("{base}/health"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success());
+        if ok {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::Timeout {
+                what: format!("{base}/health"),
+                after: READY_TIMEOUT,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn seen_at(checks: &mut Checks, answer: &Value, path: &[&str]) -> Option<Seen> {
+    let mut value = answer;
+    for key in path {
+        value = &value[*key];
+    }
+    match serde_json::from_value::<Seen>(value.clone()) {
+        Ok(seen) => Some(seen),
+        Err(e) => {
+            checks.fail(&format!("answer has {}", path.join(".")), e);
+            None
+        }
+    }
+}
+
+/// The trace id a handler saw, and that it saw `BAGGAGE` unchanged.
+fn check_hop(checks: &mut Checks, hop: &str, seen: Option<&Seen>, trace_id: &str, crossed: bool) {
+    let Some(seen) = seen else { return };
+    checks.eq(
+        &format!("{hop} handler: trace id"),
+        &seen.span.as_ref().map(|s| s.trace_id.as_str()),
+        &Some(trace_id),
+    );
+    checks.eq(
+        &format!("{hop} handler: baggage unchanged"),
+        &seen.baggage,
+        &pairs(BAGGAGE),
+    );
+    if crossed {
+        checks.contexts += 1;
+    }
+}
+
+fn route(name: &'static str) -> impl Fn(&SpanRecord) -> bool {
+    move |s: &SpanRecord| s.name == name
+}
+
+fn any(_: &SpanRecord) -> bool {
+    true
+}
+
+fn check_python_first(checks: &mut Checks, answer: &Value, all: &[SpanRecord]) {
+    let start = seen_at(checks, answer, &["python_start"]);
+    let relay = seen_at(checks, answer, &["rust", "rust_relay"]);
+    let leaf = seen_at(checks, answer, &["rust", "python", "python_leaf"]);
+    let Some(trace_id) = start
+        .as_ref()
+        .and_then(|s| s.span.as_ref())
+        .map(|s| s.trace_id.clone())
+    else {
+        checks.fail("python /start", "no span in the first handler");
+        return;
+    };
+    check_hop(checks, "python /start", start.as_ref(), &trace_id, false);
+    check_hop(checks, "rust /relay", relay.as_ref(), &trace_id, true);
+    check_hop(checks, "python /leaf", leaf.as_ref(), &trace_id, true);
+
+    spans::same_trace(checks, all, &trace_id);
+    let py_start = spans::one(
+        checks,
+        all,
+        Side::Python,
+        "SERVER",
+        "POST /start",
+        route("POST /start"),
+    );
+    let py_client = spans::one(checks, all, Side::Python, "CLIENT", "aiohttp", any);
+    let rs_relay = spans::one(
+        checks,
+        all,
+        Side::Rust,
+        "SERVER",
+        "POST /relay",
+        route("POST /relay"),
+    );
+    let rs_client = spans::one(checks, all, Side::Rust, "CLIENT", "reqwest", any);
+    let py_leaf = spans::one(
+        checks,
+        all,
+        Side::Python,
+        "SERVER",
+        "POST /leaf",
+        route("POST /leaf"),
+    );
+    checks.eq(
+        "python /start is the root",
+        &py_start.map(|s| s.parent_span_id.is_none()),
+        &Some(true),
+    );
+    spans::parent_is(checks, py_client, py_start, false);
+    spans::parent_is(checks, rs_relay, py_client, true);
+    spans::parent_is(checks, rs_client, rs_relay, false);
+    spans::parent_is(checks, py_leaf, rs_client, true);
+    handler_span(checks, "rust /relay", relay.as_ref(), rs_relay);
+    handler_span(checks, "python /leaf", leaf.as_ref(), py_leaf);
+}
+
+fn check_rust_first(checks: &mut Checks, answer: &Value, all: &[SpanRecord]) {
+    let start = seen_at(checks, answer, &["rust_start"]);
+    let relay = seen_at(checks, answer, &["python", "python_relay"]);
+    let leaf = seen_at(checks, answer, &["python", "rust", "rust_leaf"]);
+    let Some(trace_id) = start
+        .as_ref()
+        .and_then(|s| s.span.as_ref())
+        .map(|s| s.trace_id.clone())
+    else {
+        checks.fail("rust /start", "no span in the first handler");
+        return;
+    };
+    check_hop(checks, "rust /start", start.as_ref(), &trace_id, false);
+    check_hop(checks, "python /relay", relay.as_ref(), &trace_id, true);
+    check_hop(checks, "rust /leaf", leaf.as_ref(), &trace_id, true);
+
+    spans::same_trace(checks, all, &trace_id);
+    let rs_start = spans::one(
+        checks,
+        all,
+        Side::Rust,
+        "SERVER",
+        "POST /start",
+        route("POST /start"),
+    );
+    let rs_client = spans::one(checks, all, Side::Rust, "CLIENT", "reqwest", any);
+    let py_relay = spans::one(
+        checks,
+        all,
+        Side::Python,
+        "SERVER",
+        "POST /relay",
+        route("POST /relay"),
+    );
+    let py_client = spans::one(checks, all, Side::Python, "CLIENT", "aiohttp", any);
+    let rs_leaf = spans::one(
+        checks,
+        all,
+        Side::Rust,
+        "SERVER",
+        "POST /leaf",
+        route("POST /leaf"),
+    );
+    checks.eq(
+        "rust /start is the root",
+        &rs_start.map(|s| s.parent_span_id.is_none()),
+        &Some(true),
+    );
+    spans::parent_is(checks, rs_client, rs_start, false);
+    spans::parent_is(checks, py_relay, rs_client, true);
+    spans::parent_is(checks, py_client, py_relay, false);
+    spans::parent_is(checks, rs_leaf, py_client, true);
+    handler_span(checks, "python /relay", relay.as_ref(), py_relay);
+    handler_span(checks, "rust /leaf", leaf.as_ref(), rs_leaf);
+}
+
+/// The span a handler saw as current is its SERVER span.
+fn handler_span(checks: &mut Checks, hop: &str, seen: Option<&Seen>, server: Option<&SpanRecord>) {
+    checks.eq(
+        &format!("{hop} handler runs in its SERVER span"),
+        &seen
+            .and_then(|s| s.span.as_ref())
+            .map(|s| s.span_id.as_str()),
+        &server.map(|s| s.span_id.as_str()),
+    );
+}

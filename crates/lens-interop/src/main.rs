@@ -1,0 +1,227 @@
+//! lens-interop: the harness of `cargo xtask interop`, which checks lens against the real Python
+//! NeMo Lens 0.1.0, live.
+//!
+//! ```sh
+//! cargo xtask interop      # finds Python >= 3.13, caches the venv, builds and runs this
+//! # or by hand, with a venv made from interop/requirements.txt:
+//! cargo run -p lens-interop -- --python target/interop-venv/<key>/bin/python \
+//!     --scripts interop/python --out target/interop
+//! ```
+//!
+//! A test harness, not a library: an application like `lens-cli`, so it may depend on the
+//! adapter crates (lens-axum, lens-reqwest, lens-nccl, lens-tonic); nothing depends on it.
+//!
+//! Scenarios (docs/interop-with-python.md lists every check):
+//! * `nccl`: NeMo Lens `serialize_context()` bytes -> lens `extract_nccl_context`, and lens
+//!   `serialize_context()` -> NeMo Lens `extract_nccl_context`; byte equality (SPEC.md §6).
+//! * `ray`: NeMo Lens `inject_ray_context()` JSON -> lens `RemoteCall` / `extract_ray_context`,
+//!   and lens `RemoteCall` JSON -> a NeMo Lens `traced_remote_call`-wrapped function.
+//! * `http-python-first`, `http-rust-first`: FastAPI + aiohttp (NeMo Lens) and axum + reqwest
+//!   (lens) calling each other in one trace; span parents and baggage checked across the
+//!   boundary.
+//!
+//! Where SPEC.md §9 says lens differs, the check expects lens's documented behaviour and the
+//! scenario names the row. The last line is `interop: N passed, M failed`; the exit status is 1
+//! when any check failed or a scenario could not run.
+#![forbid(unsafe_code)]
+
+mod check;
+mod describe;
+mod error;
+mod http;
+mod nccl;
+mod python;
+mod ray;
+mod rows;
+mod spans;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use check::Checks;
+use error::{Error, Result};
+use python::{PythonProcess, START_TIMEOUT};
+
+const USAGE: &str = "usage: lens-interop --python PYTHON --scripts DIR --out DIR [--only SCENARIO]
+scenarios: nccl, ray, http-python-first, http-rust-first (default: all)";
+
+const SCENARIOS: &[&str] = &["nccl", "ray", "http-python-first", "http-rust-first"];
+
+struct Options {
+    python: PathBuf,
+    scripts: PathBuf,
+    out: PathBuf,
+    only: Option<String>,
+}
+
+fn options() -> std::result::Result<Options, String> {
+    let mut args = std::env::args_os().skip(1);
+    let (mut python, mut scripts, mut out, mut only) = (None, None, None, None);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{arg:?} needs a value"));
+        match arg.to_str() {
+            Some("--python") => python = Some(PathBuf::from(value()?)),
+            Some("--scripts") => scripts = Some(PathBuf::from(value()?)),
+            Some("--out") => out = Some(PathBuf::from(value()?)),
+            Some("--only") => {
+                let name = value()?.to_string_lossy().into_owned();
+                if !SCENARIOS.contains(&name.as_str()) {
+                    return Err(format!("unknown scenario {name:?}"));
+                }
+                only = Some(name);
+            }
+            _ => return Err(format!("unexpected argument {arg:?}")),
+        }
+    }
+    Ok(Options {
+        python: python.ok_or("--python is required")?,
+        scripts: scripts.ok_or("--scripts is required")?,
+        out: out.ok_or("--out is required")?,
+        only,
+    })
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> ExitCode {
+    let options = match options() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let started = Instant::now();
+    let wanted = |name: &str| options.only.as_deref().is_none_or(|o| o == name);
+    let mut results: Vec<Checks> = Vec::new();
+
+    // One NeMo Lens "oracle" process serves the NCCL and Ray scenarios.
+    let mut oracle = None;
+    if wanted("nccl") || wanted("ray") {
+        let mut nccl = Checks::new("nccl");
+        match start_oracle(&options) {
+            Ok(o) => oracle = Some(o),
+            Err(e) => nccl.fail("start oracle.py", e),
+        }
+        if let (true, Some(o)) = (wanted("nccl"), oracle.as_mut()) {
+            scenario(&mut nccl, |c| nccl::run(o, c));
+        }
+        if wanted("nccl") || oracle.is_none() {
+            results.push(nccl);
+        }
+    }
+    if wanted("ray")
+        && let Some(mut o) = oracle.take()
+    {
+        let mut checks = Checks::new("ray");
+        let out = scenario_dir(&options.out, "ray");
+        let run = match out {
+            Ok(out) => ray::run(&mut o, &mut checks, &out).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = run {
+            checks.fail("scenario could not finish", e);
+        }
+        results.push(checks);
+    }
+    for (name, direction) in [
+        ("http-python-first", http::Direction::PythonFirst),
+        ("http-rust-first", http::Direction::RustFirst),
+    ] {
+        if !wanted(name) {
+            continue;
+        }
+        let mut checks = Checks::new(if direction == http::Direction::PythonFirst {
+            "http-python-first"
+        } else {
+            "http-rust-first"
+        });
+        let run = match scenario_dir(&options.out, name) {
+            Ok(out) => {
+                http::run(
+                    &options.python,
+                    &options.scripts,
+                    &out,
+                    direction,
+                    &mut checks,
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = run {
+            checks.fail("scenario could not finish", e);
+        }
+        results.push(checks);
+    }
+
+    report(&results, started)
+}
+
+fn start_oracle(options: &Options) -> Result<PythonProcess> {
+    let mut oracle = PythonProcess::spawn(
+        &options.python,
+        &options.scripts.join("oracle.py"),
+        std::iter::empty::<&str>(),
+    )?;
+    let line = oracle.read_line(START_TIMEOUT)?;
+    if line.trim() != r#"{"ready": true}"# {
+        return Err(Error::Python {
+            process: oracle.name().to_owned(),
+            message: format!("expected the ready line, got {line:?}"),
+        });
+    }
+    Ok(oracle)
+}
+
+fn scenario(checks: &mut Checks, run: impl FnOnce(&mut Checks) -> Result<()>) {
+    if let Err(e) = run(checks) {
+        checks.fail("scenario could not finish", e);
+    }
+}
+
+fn scenario_dir(out: &Path, name: &str) -> Result<PathBuf> {
+    let dir = out.join(name);
+    std::fs::create_dir_all(&dir).map_err(Error::io(format!("creating {}", dir.display())))?;
+    Ok(dir)
+}
+
+fn report(results: &[Checks], started: Instant) -> ExitCode {
+    println!(
+        "\ninterop scenarios ({:.1} s):",
+        started.elapsed().as_secs_f64()
+    );
+    println!(
+        "  {:<18} {:>6} {:>6} {:>6} {:>8}",
+        "scenario", "passed", "failed", "spans", "contexts"
+    );
+    let (mut passed, mut failed) = (0, 0);
+    for r in results {
+        println!(
+            "  {:<18} {:>6} {:>6} {:>6} {:>8}",
+            r.scenario(),
+            r.passed(),
+            r.failures().len(),
+            r.spans,
+            r.contexts
+        );
+        passed += r.passed();
+        failed += r.failures().len();
+    }
+    for r in results {
+        for row in &r.rows {
+            println!("  {}: SPEC.md §9 row \"{row}\"", r.scenario());
+        }
+    }
+    for r in results {
+        for f in r.failures() {
+            println!("  FAILED {f}");
+        }
+    }
+    println!("interop: {passed} passed, {failed} failed");
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
