@@ -20,6 +20,7 @@ commands:
   test     run the project's checks: fmt, clippy, workspace tests, optional suites
   bench    run criterion benchmark suites
   interop  run the live interop scenarios against the Python NeMo Lens
+  mpi-test run lens-dist's multi-process MPI suite (4 ranks under mpirun)
   help     print this text
 
 `cargo xtask <COMMAND> --help` describes a command.";
@@ -56,6 +57,7 @@ fn main() -> ExitCode {
         "test" => test(rest),
         "bench" => bench(rest),
         "interop" => interop::interop(rest),
+        "mpi-test" => mpi_test(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(())
@@ -117,12 +119,70 @@ struct OptionalStep {
 ///     command: || cargo(&["test", "-p", "lens-dist", "--features", "mpi"]),
 /// },
 /// ```
-const OPTIONAL_STEPS: &[OptionalStep] = &[OptionalStep {
-    name: "interop (Python NeMo Lens)",
-    requires: interop::requirement,
-    install: "Python >= 3.13 with venv (e.g. `pyenv install 3.13`)",
-    command: interop::command,
-}];
+const OPTIONAL_STEPS: &[OptionalStep] = &[
+    OptionalStep {
+        name: "interop (Python NeMo Lens)",
+        requires: interop::requirement,
+        install: "Python >= 3.13 with venv (e.g. `pyenv install 3.13`)",
+        command: interop::command,
+    },
+    OptionalStep {
+        name: "lens-dist clippy (feature mpi)",
+        requires: || requirements::on_path("mpirun"),
+        install: MPI_PACKAGES,
+        command: || {
+            cargo(&[
+                "clippy",
+                "-p",
+                "lens-dist",
+                "--features",
+                "mpi",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ])
+        },
+    },
+    MPI_TEST,
+];
+
+/// Debian packages lens-dist's MPI feature needs (bindgen needs libclang).
+const MPI_PACKAGES: &str = "openmpi-bin libopenmpi-dev libclang-dev clang pkg-config";
+
+/// lens-dist's multi-process suite: 4 ranks under mpirun (crates/lens-dist/tests/mpi.rs).
+const MPI_TEST: OptionalStep = OptionalStep {
+    name: "lens-dist mpi-test",
+    requires: || requirements::on_path("mpirun"),
+    install: MPI_PACKAGES,
+    command: || {
+        cargo(&[
+            "test",
+            "-p",
+            "lens-dist",
+            "--features",
+            "mpi",
+            "--test",
+            "mpi",
+        ])
+    },
+};
+
+/// `cargo xtask mpi-test`: [`MPI_TEST`] alone; fails when MPI is missing.
+fn mpi_test(args: &[String]) -> Result {
+    if let Some(arg) = args.first() {
+        return Err(Failure::Usage(
+            format!("`mpi-test` takes no arguments (got `{arg}`)"),
+            USAGE,
+        ));
+    }
+    (MPI_TEST.requires)().map_err(|why| {
+        Failure::Step(format!(
+            "cannot run mpi-test: {why}; install {MPI_PACKAGES}"
+        ))
+    })?;
+    run(MPI_TEST.name, (MPI_TEST.command)())
+}
 
 fn test(args: &[String]) -> Result {
     if let Some(arg) = args.first() {
@@ -235,6 +295,8 @@ mod requirements {
 struct BenchSuite {
     package: &'static str,
     bench: &'static str,
+    /// `--features` for the package, when the bench needs some ("" for none).
+    features: &'static str,
 }
 
 /// Benchmark groups, in the order `all` runs them. A group with no suites yet is still listed
@@ -245,12 +307,20 @@ const BENCH_GROUPS: &[(&str, &[BenchSuite])] = &[
         &[BenchSuite {
             package: "lens-core",
             bench: "propagation",
+            features: "",
         }],
     ),
     ("http", &[]),
     ("grpc", &[]),
     ("nccl", &[]),
-    ("dist", &[]),
+    (
+        "dist",
+        &[BenchSuite {
+            package: "lens-dist",
+            bench: "dist",
+            features: "mpi",
+        }],
+    ),
 ];
 
 fn bench(args: &[String]) -> Result {
@@ -296,6 +366,9 @@ fn bench(args: &[String]) -> Result {
     }
     for suite in suites {
         let mut command = cargo(&["bench", "-p", suite.package, "--bench", suite.bench]);
+        if !suite.features.is_empty() {
+            command.args(["--features", suite.features]);
+        }
         if !forwarded.is_empty() {
             command.arg("--").args(forwarded);
         }
