@@ -103,6 +103,9 @@ fn plain_client() -> reqwest_middleware::ClientWithMiddleware {
     .build()
 }
 
+/// One way of running `REQUESTS` requests, timed.
+type Run = Box<dyn Fn() -> Duration>;
+
 /// Rounds of the alternated comparison.
 const ROUNDS: usize = 31;
 
@@ -112,7 +115,7 @@ fn alternated(
     c: &mut Criterion,
     group: &str,
     rt: &Runtime,
-    variants: Vec<(&'static str, Box<dyn Fn() -> Duration>)>,
+    variants: Vec<(&'static str, Run)>,
 ) {
     let mut g = c.benchmark_group(group);
     g.throughput(Throughput::Elements(REQUESTS as u64));
@@ -190,7 +193,7 @@ fn servers(c: &mut Criterion) {
         )
     });
     let client = plain_client();
-    let runner = |addr: SocketAddr| -> Box<dyn Fn() -> Duration> {
+    let runner = |addr: SocketAddr| -> Run {
         let client = client.clone();
         let url = format!("http://{addr}/hello");
         let rt: &'static Runtime = rt;
@@ -225,7 +228,7 @@ fn servers(c: &mut Criterion) {
     .build();
     let url = format!("http://{bare}/hello");
     let client_run =
-        |client: reqwest_middleware::ClientWithMiddleware| -> Box<dyn Fn() -> Duration> {
+        |client: reqwest_middleware::ClientWithMiddleware| -> Run {
             let url = url.clone();
             let parent = parent.clone();
             let rt: &'static Runtime = rt;
