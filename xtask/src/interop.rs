@@ -2,9 +2,10 @@
 //!
 //! 1. Finds a Python of at least [`MIN_PYTHON`] (`$LENS_INTEROP_PYTHON`, then `PATH`, then pyenv's
 //!    versions).
-//! 2. Creates a virtual environment under `<target-dir>/interop-venv/`, keyed by the Python
-//!    version and a hash of `interop/requirements.txt`, and installs that pinned list from PyPI.
-//!    A ready venv (its marker file written after a successful install) is reused as it is.
+//! 2. Creates a virtual environment under `$LENS_INTEROP_CACHE` (default
+//!    `<target-dir>/interop-venv/`), keyed by the Python version and a hash of
+//!    `interop/requirements.txt`, and installs that pinned list from PyPI. A ready venv (its
+//!    marker file written after a successful install) is reused as it is.
 //! 3. Builds and runs the harness `lens-interop` (`crates/lens-interop`), which starts the Python
 //!    scripts of `interop/python/`, runs every scenario and checks the result.
 
@@ -25,8 +26,9 @@ remote-call carriers both ways. Scenarios and checks: docs/interop-with-python.m
 Needs a Python >= 3.13 (nemo-lens 0.1.0 requires it), looked for in this order:
   $LENS_INTEROP_PYTHON, python3.14 / python3.13 / python3 / python on PATH, then
   $PYENV_ROOT/versions/*/bin/python3 (default ~/.pyenv), newest first.
-The first run creates <target-dir>/interop-venv/ and installs interop/requirements.txt from PyPI
-(network needed once); later runs reuse it until that file or the Python changes.
+The first run creates a venv in $LENS_INTEROP_CACHE (default <target-dir>/interop-venv/) and
+installs interop/requirements.txt from PyPI (network needed once); later runs reuse it until that
+file or the Python changes.
 
 `cargo xtask test` runs this step when such a Python is found and otherwise says why it skipped
 it; with LENS_INTEROP=require (as .ci/run sets it) a missing Python fails the run instead.";
@@ -39,6 +41,9 @@ const REQUIREMENTS: &str = "interop/requirements.txt";
 
 /// Written into a venv once its packages are installed; holds the venv's key.
 const READY_MARKER: &str = "lens-interop-ready";
+
+/// Infix of the folder a venv is built in before it is renamed into place.
+const BUILDING: &str = ".building-";
 
 /// Upper bounds: asking a Python its version, creating a venv, installing the packages, and the
 /// whole harness run (it has its own tighter timeouts inside).
@@ -80,7 +85,10 @@ pub(crate) fn interop(args: &[String]) -> Result {
 
     let root = workspace_root();
     let target = target_dir();
-    let venv_python = ensure_venv(&python, &root, &target.join("interop-venv"))?;
+    let cache = std::env::var_os("LENS_INTEROP_CACHE")
+        .filter(|c| !c.is_empty())
+        .map_or_else(|| target.join("interop-venv"), PathBuf::from);
+    let venv_python = ensure_venv(&python, &root, &cache)?;
 
     run(
         "interop build",
@@ -232,29 +240,27 @@ fn ensure_venv(python: &Python, root: &Path, cache: &Path) -> Result<PathBuf> {
         venv_hash(&pinned, &python.path)
     );
     let venv = cache.join(&key);
-    let venv_python = venv_python(&venv);
-    let marker = venv.join(READY_MARKER);
-    if std::fs::read_to_string(&marker).is_ok_and(|k| k.trim() == key) && venv_python.is_file() {
+    if is_ready(&venv, &key) {
         println!("interop: reusing {}", venv.display());
-        return Ok(venv_python);
-    }
-
-    // A half-built venv of this key, or venvs of old keys: start clean.
-    if cache.is_dir()
-        && let Ok(entries) = std::fs::read_dir(cache)
-    {
-        for entry in entries.flatten() {
-            let _ignored = std::fs::remove_dir_all(entry.path());
-        }
+        return Ok(venv_python(&venv));
     }
     std::fs::create_dir_all(cache)
         .map_err(|e| Failure::Step(format!("interop: cannot create {}: {e}", cache.display())))?;
+    remove_stale_builds(cache);
+
+    // Built in a folder of this run's own, then renamed into place: runs that share the cache (a
+    // shared target dir, CI's cache folder) never see a half-built venv. A moved venv still works
+    // started as `bin/python` (its pyvenv.cfg sits beside `bin/`); only console-script shebangs
+    // keep the old path, and the harness starts none.
+    let building = cache.join(format!("{key}{BUILDING}{}", std::process::id()));
+    let _ignored = std::fs::remove_dir_all(&building);
+    let python_in = venv_python(&building);
 
     let mut create = Command::new(&python.path);
-    create.arg("-m").arg("venv").arg(&venv);
+    create.arg("-m").arg("venv").arg(&building);
     run_bounded("interop venv", create, VENV_TIMEOUT)?;
 
-    let mut install = Command::new(&venv_python);
+    let mut install = Command::new(&python_in);
     install
         .args([
             "-m",
@@ -269,7 +275,7 @@ fn ensure_venv(python: &Python, root: &Path, cache: &Path) -> Result<PathBuf> {
         .arg(&requirements);
     run_bounded("interop pip install", install, PIP_TIMEOUT)?;
 
-    let mut check = Command::new(&venv_python);
+    let mut check = Command::new(&python_in);
     check.args([
         "-c",
         "import nemo.lens, nemo.lens.contrib.fastapi, nemo.lens.contrib.aiohttp, \
@@ -279,9 +285,52 @@ fn ensure_venv(python: &Python, root: &Path, cache: &Path) -> Result<PathBuf> {
     ]);
     run_bounded("interop import check", check, PROBE_TIMEOUT)?;
 
+    let marker = building.join(READY_MARKER);
     std::fs::write(&marker, &key)
         .map_err(|e| Failure::Step(format!("interop: cannot write {}: {e}", marker.display())))?;
-    Ok(venv_python)
+    if std::fs::rename(&building, &venv).is_err() {
+        if is_ready(&venv, &key) {
+            // Another run finished the same venv first: use that one.
+            let _ignored = std::fs::remove_dir_all(&building);
+        } else {
+            // A venv of this key that never became ready: replace it.
+            let _ignored = std::fs::remove_dir_all(&venv);
+            std::fs::rename(&building, &venv).map_err(|e| {
+                Failure::Step(format!(
+                    "interop: cannot move {} to {}: {e}",
+                    building.display(),
+                    venv.display()
+                ))
+            })?;
+        }
+    }
+    println!("interop: venv ready at {}", venv.display());
+    Ok(venv_python(&venv))
+}
+
+/// A venv whose packages were installed in full (its marker holds `key`).
+fn is_ready(venv: &Path, key: &str) -> bool {
+    std::fs::read_to_string(venv.join(READY_MARKER)).is_ok_and(|k| k.trim() == key)
+        && venv_python(venv).is_file()
+}
+
+/// Removes build folders of runs that stopped half-way (older than an hour).
+fn remove_stale_builds(cache: &Path) {
+    let Ok(entries) = std::fs::read_dir(cache) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let stale = entry.file_name().to_string_lossy().contains(BUILDING)
+            && entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > Duration::from_secs(3600));
+        if stale {
+            let _ignored = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 fn venv_python(venv: &Path) -> PathBuf {
