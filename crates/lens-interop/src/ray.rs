@@ -6,7 +6,9 @@
 use std::path::Path;
 
 use lens_core::W3cPropagator;
-use lens_tonic::{RemoteCall, dispatch_with_context, traced_remote_call_with_tracer};
+use lens_tonic::{
+    RemoteCall, dispatch_with_context, extract_ray_context, traced_remote_call_with_tracer,
+};
 use opentelemetry::Context;
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::{TraceContextExt, Tracer, TracerProvider as _};
@@ -154,7 +156,7 @@ async fn python_to_rust(
         checks.eq(&label("carrier present"), &call.carrier.is_some(), carrier);
 
         let driver = &answer.driver;
-        let got = seen(&call.context());
+        let got = seen(&extract_ray_context(call.carrier.as_ref()));
         if *carrier {
             let Some(d) = &driver.span else {
                 checks.fail(&label("driver span"), "python driver has no span");
