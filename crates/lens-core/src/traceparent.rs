@@ -27,7 +27,17 @@ pub const FLAG_RANDOM: u8 = 0x02;
 /// The flag bits lens sends on; every other bit is 0 on outgoing headers (SPEC.md §1).
 pub const KNOWN_FLAGS: u8 = FLAG_SAMPLED | FLAG_RANDOM;
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
+/// The two lowercase hex digits of every byte.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut t = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [HEX[i >> 4], HEX[i & 0x0f]];
+        i += 1;
+    }
+    t
+};
 
 /// A parsed `traceparent` value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -191,9 +201,8 @@ fn parse_hex<const N: usize>(s: &[u8]) -> Option<[u8; N]> {
 
 #[inline]
 fn write_hex(out: &mut [u8], bytes: &[u8]) {
-    for (i, b) in bytes.iter().enumerate() {
-        out[2 * i] = HEX[(b >> 4) as usize];
-        out[2 * i + 1] = HEX[(b & 0x0f) as usize];
+    for (pair, &b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair.copy_from_slice(&HEX_PAIRS[b as usize]);
     }
 }
 

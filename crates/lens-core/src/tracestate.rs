@@ -66,13 +66,15 @@ pub enum TraceStateError {
 ///
 /// Holds every key of the current W3C grammar, including those opentelemetry's
 /// [`TraceState`] rejects (SPEC.md §10).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TraceStateList {
     /// Members joined by ',' without spaces: exactly the header lens sends. Keys and values
     /// contain neither ',' nor '=', so the members are found again by splitting.
     header: String,
     /// Number of members.
     len: usize,
+    /// Whether opentelemetry's `TraceState` accepts every key.
+    fits_otel: bool,
 }
 
 /// The members of a [`TraceStateList`], in order.
@@ -145,12 +147,19 @@ fn otel_accepts_key(key: &str) -> bool {
     }
 }
 
+impl Default for TraceStateList {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl TraceStateList {
     /// An empty list.
     pub const fn new() -> Self {
         TraceStateList {
             header: String::new(),
             len: 0,
+            fits_otel: true,
         }
     }
 
@@ -217,6 +226,7 @@ impl TraceStateList {
         self.header.push('=');
         self.header.push_str(value);
         self.len += 1;
+        self.fits_otel &= otel_accepts_key(key);
     }
 
     /// Builds a list from opentelemetry's `TraceState` (whose members are already valid).
@@ -265,7 +275,7 @@ impl TraceStateList {
 
     /// Whether opentelemetry's `TraceState` can hold every member.
     pub fn fits_otel(&self) -> bool {
-        self.members().all(|(k, _)| otel_accepts_key(k))
+        self.fits_otel
     }
 
     /// The opentelemetry `TraceState` holding every member it can (SPEC §10).
@@ -273,21 +283,48 @@ impl TraceStateList {
         if self.is_empty() {
             return TraceState::NONE;
         }
-        TraceState::from_key_value(self.members().filter(|(k, _)| otel_accepts_key(k)))
+        let fits = self.fits_otel;
+        TraceState::from_key_value(self.members().filter(|(k, _)| fits || otel_accepts_key(k)))
             .unwrap_or_default()
     }
 
     /// Whether `state` is exactly what [`TraceStateList::to_otel`] gives for this list, i.e.
     /// nobody changed the opentelemetry copy since lens built it.
     pub fn matches_otel(&self, state: &TraceState) -> bool {
-        let mut ours = self.members().filter(|(k, _)| otel_accepts_key(k));
-        let mut theirs = state.into_iter();
-        loop {
-            match (ours.next(), theirs.next()) {
-                (None, None) => return true,
-                (Some((k1, v1)), Some((k2, v2))) if k1 == k2 && v1 == v2 => continue,
-                _ => return false,
-            }
+        if !self.fits_otel() {
+            let mut ours = self.members().filter(|(k, _)| otel_accepts_key(k));
+            let mut theirs = state.into_iter();
+            return loop {
+                match (ours.next(), theirs.next()) {
+                    (None, None) => break true,
+                    (Some((k1, v1)), Some((k2, v2))) if k1 == k2 && v1 == v2 => continue,
+                    _ => break false,
+                }
+            };
         }
+        // Common case: opentelemetry holds every member, so its members joined with ',' and '='
+        // must spell exactly our header. Walk it without splitting.
+        let mut rest = self.header.as_bytes();
+        let mut count = 0;
+        for (k, v) in state {
+            if count > 0 {
+                let Some(tail) = rest.strip_prefix(b",") else {
+                    return false;
+                };
+                rest = tail;
+            }
+            let Some(tail) = rest.strip_prefix(k.as_bytes()) else {
+                return false;
+            };
+            let Some(tail) = tail.strip_prefix(b"=") else {
+                return false;
+            };
+            let Some(tail) = tail.strip_prefix(v.as_bytes()) else {
+                return false;
+            };
+            rest = tail;
+            count += 1;
+        }
+        rest.is_empty() && count == self.len
     }
 }

@@ -69,14 +69,10 @@ impl Extractor for MapCarrier<&mut BTreeMap<String, String>> {
 }
 
 impl<S: BuildHasher> Injector for MapCarrier<&mut HashMap<String, String, S>> {
-    /// Overwrites the value of an existing key in place (no key allocation), else inserts.
+    /// Inserts, replacing the value of an existing key. One hash per call: hashing the key a
+    /// second time to spare its allocation costs more than the allocation.
     fn set(&mut self, key: &str, value: String) {
-        match self.0.get_mut(key) {
-            Some(slot) => *slot = value,
-            None => {
-                self.0.insert(key.to_owned(), value);
-            }
-        }
+        self.0.insert(key.to_owned(), value);
     }
 
     fn reserve(&mut self, additional: usize) {
