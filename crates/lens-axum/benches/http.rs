@@ -111,12 +111,7 @@ const ROUNDS: usize = 31;
 
 /// Criterion measurement of every variant, then `ROUNDS` alternated rounds (each variant once per
 /// round, in turn); prints each variant's median throughput ratio against the first (baseline).
-fn alternated(
-    c: &mut Criterion,
-    group: &str,
-    rt: &Runtime,
-    variants: Vec<(&'static str, Run)>,
-) {
+fn alternated(c: &mut Criterion, group: &str, rt: &Runtime, variants: Vec<(&'static str, Run)>) {
     let mut g = c.benchmark_group(group);
     g.throughput(Throughput::Elements(REQUESTS as u64));
     g.sample_size(20);
@@ -227,17 +222,16 @@ fn servers(c: &mut Criterion) {
     .with(LensMiddleware::new().with_tracer(client_tracer))
     .build();
     let url = format!("http://{bare}/hello");
-    let client_run =
-        |client: reqwest_middleware::ClientWithMiddleware| -> Run {
-            let url = url.clone();
-            let parent = parent.clone();
-            let rt: &'static Runtime = rt;
-            Box::new(move || {
-                let start = Instant::now();
-                rt.block_on(load(&client, &url, &parent));
-                start.elapsed()
-            })
-        };
+    let client_run = |client: reqwest_middleware::ClientWithMiddleware| -> Run {
+        let url = url.clone();
+        let parent = parent.clone();
+        let rt: &'static Runtime = rt;
+        Box::new(move || {
+            let start = Instant::now();
+            rt.block_on(load(&client, &url, &parent));
+            start.elapsed()
+        })
+    };
     alternated(
         c,
         "client",
