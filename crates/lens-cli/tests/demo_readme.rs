@@ -70,3 +70,36 @@ fn readme_runs_the_demo_and_links_resolve() {
     }
     assert!(links >= 10, "{links} links");
 }
+
+/// The first fenced block of `text` starts before its first `## ` heading.
+fn example_comes_first(text: &str) -> bool {
+    match (text.find("```"), text.find("\n## ")) {
+        (Some(code), Some(heading)) => code < heading,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
+
+#[test]
+fn every_crate_readme_and_crate_doc_starts_with_an_example() {
+    let mut crates = 0;
+    for entry in std::fs::read_dir(root().join("crates")).unwrap() {
+        let dir = entry.unwrap().path();
+        if !dir.join("Cargo.toml").exists() {
+            continue;
+        }
+        crates += 1;
+        let readme = std::fs::read_to_string(dir.join("README.md"))
+            .unwrap_or_else(|_| panic!("{} has a README.md", dir.display()));
+        assert!(example_comes_first(&readme), "{}/README.md", dir.display());
+        if let Ok(lib) = std::fs::read_to_string(dir.join("src/lib.rs")) {
+            let docs: String = lib
+                .lines()
+                .filter_map(|l| l.strip_prefix("//!"))
+                .map(|l| format!("{}\n", l.strip_prefix(' ').unwrap_or(l)))
+                .collect();
+            assert!(example_comes_first(&docs), "{}/src/lib.rs", dir.display());
+        }
+    }
+    assert!(crates >= 7, "{crates} crates");
+}
