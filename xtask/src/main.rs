@@ -7,6 +7,7 @@
 //!
 //! Only std: every task shells out to `cargo`.
 
+mod gpu;
 mod interop;
 
 use std::ffi::OsString;
@@ -21,6 +22,8 @@ commands:
   bench    run criterion benchmark suites
   interop  run the live interop scenarios against the Python NeMo Lens
   mpi-test run lens-dist's multi-process MPI suite (4 ranks under mpirun)
+  gpu-test  build and run the NCCL GPU tests (exits 0 having run nothing without a GPU)
+  gpu-bench measure the added latency of a context frame on a 1 MiB NCCL self send/recv
   help     print this text
 
 `cargo xtask <COMMAND> --help` describes a command.";
@@ -58,6 +61,8 @@ fn main() -> ExitCode {
         "bench" => bench(rest),
         "interop" => interop::interop(rest),
         "mpi-test" => mpi_test(rest),
+        "gpu-test" => gpu::gpu_test(rest),
+        "gpu-bench" => gpu::gpu_bench(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(())
@@ -120,6 +125,35 @@ struct OptionalStep {
 /// },
 /// ```
 const OPTIONAL_STEPS: &[OptionalStep] = &[
+    OptionalStep {
+        name: "lens-nccl clippy (feature cuda)",
+        // cudarc loads CUDA and NCCL at run time, so the feature builds on any machine.
+        requires: || Ok(()),
+        install: "",
+        command: || {
+            cargo(&[
+                "clippy",
+                "-p",
+                "lens-nccl",
+                "-p",
+                "lens-dist",
+                "--features",
+                "lens-nccl/cuda",
+                "--features",
+                "lens-dist/nccl",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ])
+        },
+    },
+    OptionalStep {
+        name: "lens-nccl tests (feature cuda; GPU suites skip without a GPU)",
+        requires: || Ok(()),
+        install: "",
+        command: || cargo(&["test", "-p", "lens-nccl", "--features", "cuda"]),
+    },
     OptionalStep {
         name: "interop (Python NeMo Lens)",
         requires: interop::requirement,
@@ -310,9 +344,30 @@ const BENCH_GROUPS: &[(&str, &[BenchSuite])] = &[
             features: "",
         }],
     ),
-    ("http", &[]),
-    ("grpc", &[]),
-    ("nccl", &[]),
+    (
+        "http",
+        &[BenchSuite {
+            package: "lens-axum",
+            bench: "http",
+            features: "",
+        }],
+    ),
+    (
+        "grpc",
+        &[BenchSuite {
+            package: "lens-tonic",
+            bench: "grpc",
+            features: "",
+        }],
+    ),
+    (
+        "nccl",
+        &[BenchSuite {
+            package: "lens-nccl",
+            bench: "bytes",
+            features: "",
+        }],
+    ),
     (
         "dist",
         &[BenchSuite {
