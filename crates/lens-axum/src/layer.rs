@@ -12,7 +12,6 @@ use axum::extract::MatchedPath;
 use http::header::{HOST, HeaderName, HeaderValue, USER_AGENT};
 use http::{HeaderMap, Method, Request, Response, Uri, Version};
 use lens_core::policy::{InboundPolicy, InboundRequest};
-use lens_core::traceparent::FLAG_RANDOM;
 use lens_core::traceresponse::{TRACERESPONSE_HEADER, TraceResponse};
 use lens_core::{HeaderCarrier, W3cPropagator};
 use opentelemetry::global::BoxedTracer;
@@ -24,7 +23,7 @@ use tower_service::Service;
 
 use crate::body::LensBody;
 use crate::extract::RequestContext;
-use crate::span::RandomFlagSpan;
+use lens_core::random_flag::context_with_span;
 
 pub(crate) const ERROR_TYPE: &str = "error.type";
 const HTTP_RESPONSE_STATUS_CODE: &str = "http.response.status_code";
@@ -286,21 +285,7 @@ where
         let span = builder.start_with_context(config.tracer.as_ref(), &parent);
 
         // The random flag of the trace goes out again (SPEC §1) even where the SDK drops it.
-        let parent_span = parent.span();
-        let parent_sc = parent_span.span_context();
-        let random = if parent_sc.is_valid() {
-            parent_sc.trace_flags().to_u8() & FLAG_RANDOM != 0
-        } else {
-            config.random_flag_on_new_traces
-        };
-        let cx = if random {
-            match RandomFlagSpan::wrap(span) {
-                Ok(wrapped) => parent.with_span(wrapped),
-                Err(span) => parent.with_span(span),
-            }
-        } else {
-            parent.with_span(span)
-        };
+        let cx = context_with_span(&parent, span, config.random_flag_on_new_traces);
 
         req.extensions_mut().insert(RequestContext(cx.clone()));
         let inner = {

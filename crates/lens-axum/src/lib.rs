@@ -45,7 +45,6 @@
 mod body;
 mod extract;
 mod layer;
-mod span;
 
 pub use body::LensBody;
 pub use extract::RequestContext;

@@ -36,6 +36,7 @@ mod lexical;
 pub mod limits;
 pub mod policy;
 mod propagator;
+pub mod random_flag;
 pub mod traceparent;
 pub mod traceresponse;
 pub mod tracestate;

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use http::Extensions;
 use lens_core::policy::OutboundPolicy;
-use lens_core::traceparent::FLAG_RANDOM;
 use lens_core::{HeaderCarrier, TRACEPARENT_HEADER, TRACESTATE_HEADER, W3cPropagator};
 use opentelemetry::context::FutureExt as _;
 use opentelemetry::global::BoxedTracer;
@@ -14,8 +13,8 @@ use opentelemetry::{Context, KeyValue};
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
-use crate::span::RandomFlagSpan;
 use crate::url::{known_method, redacted_url, server_address};
+use lens_core::random_flag::context_with_span;
 
 /// How many times this request has been sent before, kept in the request's `Extensions`,
 /// which retry middleware hands to every attempt.
@@ -176,23 +175,7 @@ impl LensMiddleware {
             .start_with_context(config.tracer.as_ref(), &parent);
 
         // The random flag of the trace goes out again (SPEC §1) even where the SDK drops it.
-        let random = {
-            let parent_span = parent.span();
-            let parent_sc = parent_span.span_context();
-            if parent_sc.is_valid() {
-                parent_sc.trace_flags().to_u8() & FLAG_RANDOM != 0
-            } else {
-                config.random_flag_on_new_traces
-            }
-        };
-        let cx = if random {
-            match RandomFlagSpan::wrap(span) {
-                Ok(wrapped) => parent.with_span(wrapped),
-                Err(span) => parent.with_span(span),
-            }
-        } else {
-            parent.with_span(span)
-        };
+        let cx = context_with_span(&parent, span, config.random_flag_on_new_traces);
 
         inject(
             config.propagator.as_ref(),

@@ -1,0 +1,136 @@
+//! Keeping the W3C random flag (Trace Context Level 2) on spans the SDK builds without it.
+//!
+//! opentelemetry_sdk 0.33 gives a root span flags built from nothing and a dropped
+//! (non-sampled) span flags `00`, so a trace's random flag would be lost on the way out
+//! (SPEC.md §1: an incoming random flag must come out again on every outgoing header of the same
+//! trace). [`context_with_span`] puts a span in a Context so that its visible span context carries
+//! the flag whenever the trace has it.
+//!
+//! ```
+//! use lens_core::random_flag::context_with_span;
+//! use lens_core::{Carrier, extract_context, inject_context_from};
+//! use opentelemetry::trace::{Tracer, TracerProvider};
+//! use opentelemetry_sdk::trace::SdkTracerProvider;
+//!
+//! let tracer = SdkTracerProvider::builder().build().tracer("doc");
+//! let mut incoming = Carrier::new();
+//! incoming.insert("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-02");
+//! let parent = extract_context(&incoming);
+//!
+//! let span = tracer.start_with_context("work", &parent);
+//! let cx = context_with_span(&parent, span, true);
+//! let mut out = Carrier::new();
+//! inject_context_from(&cx, &mut out);
+//! assert!(out.get("traceparent").unwrap().ends_with("-02") || out.get("traceparent").unwrap().ends_with("-03"));
+//! ```
+
+use std::borrow::Cow;
+use std::time::SystemTime;
+
+use opentelemetry::trace::{Span, SpanContext, Status, TraceContextExt, TraceFlags};
+use opentelemetry::{Context, KeyValue};
+
+use crate::traceparent::FLAG_RANDOM;
+
+/// A span shown with the random flag set; everything else goes to the real span.
+#[derive(Debug)]
+pub struct RandomFlagSpan<S> {
+    inner: S,
+    span_context: SpanContext,
+}
+
+impl<S: Span> RandomFlagSpan<S> {
+    /// Wraps `inner` when its span context is valid and lacks the random flag; otherwise gives
+    /// it back unchanged.
+    pub fn wrap(inner: S) -> Result<Self, S> {
+        let sc = inner.span_context();
+        if !sc.is_valid() || sc.trace_flags().to_u8() & FLAG_RANDOM != 0 {
+            return Err(inner);
+        }
+        let span_context = SpanContext::new(
+            sc.trace_id(),
+            sc.span_id(),
+            TraceFlags::new(sc.trace_flags().to_u8() | FLAG_RANDOM),
+            sc.is_remote(),
+            sc.trace_state().clone(),
+        );
+        Ok(RandomFlagSpan {
+            inner,
+            span_context,
+        })
+    }
+}
+
+/// Whether a span started under `parent` belongs to a trace with the random flag: the parent's
+/// flag when it has a valid span, else `new_traces_random` (opentelemetry_sdk's default id
+/// generator draws trace ids at random, so lens marks new traces random unless told otherwise).
+pub fn trace_is_random(parent: &Context, new_traces_random: bool) -> bool {
+    let span = parent.span();
+    let sc = span.span_context();
+    if sc.is_valid() {
+        sc.trace_flags().to_u8() & FLAG_RANDOM != 0
+    } else {
+        new_traces_random
+    }
+}
+
+/// `parent` with `span` as its current span, the span showing the random flag when its trace
+/// has it (see [`trace_is_random`]).
+pub fn context_with_span<S>(parent: &Context, span: S, new_traces_random: bool) -> Context
+where
+    S: Span + Send + Sync + 'static,
+{
+    if trace_is_random(parent, new_traces_random) {
+        match RandomFlagSpan::wrap(span) {
+            Ok(wrapped) => parent.with_span(wrapped),
+            Err(span) => parent.with_span(span),
+        }
+    } else {
+        parent.with_span(span)
+    }
+}
+
+impl<S: Span> Span for RandomFlagSpan<S> {
+    fn add_event_with_timestamp<T>(
+        &mut self,
+        name: T,
+        timestamp: SystemTime,
+        attributes: Vec<KeyValue>,
+    ) where
+        T: Into<Cow<'static, str>>,
+    {
+        self.inner
+            .add_event_with_timestamp(name, timestamp, attributes);
+    }
+
+    fn span_context(&self) -> &SpanContext {
+        &self.span_context
+    }
+
+    fn is_recording(&self) -> bool {
+        self.inner.is_recording()
+    }
+
+    fn set_attribute(&mut self, attribute: KeyValue) {
+        self.inner.set_attribute(attribute);
+    }
+
+    fn set_status(&mut self, status: Status) {
+        self.inner.set_status(status);
+    }
+
+    fn update_name<T>(&mut self, new_name: T)
+    where
+        T: Into<Cow<'static, str>>,
+    {
+        self.inner.update_name(new_name);
+    }
+
+    fn add_link(&mut self, span_context: SpanContext, attributes: Vec<KeyValue>) {
+        self.inner.add_link(span_context, attributes);
+    }
+
+    fn end_with_timestamp(&mut self, timestamp: SystemTime) {
+        self.inner.end_with_timestamp(timestamp);
+    }
+}
