@@ -20,6 +20,7 @@ use std::task::{Context as TaskContext, Poll};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
+use axum::serve::ListenerExt as _;
 use axum::{Json, Router};
 use lens_axum::{LensLayer, RequestContext};
 use lens_core::{LensContextExt, extract_context};
@@ -257,6 +258,9 @@ async fn post_json<B: Serialize, R: for<'de> Deserialize<'de>>(
 async fn serve_http(app: Router) -> Result<SocketAddr, DemoError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move {
         let _ = axum::serve(
             listener,
@@ -405,7 +409,8 @@ impl UnaryService<StepRequest> for Step {
 async fn serve_trainer(trainer: Trainer, tracer: SdkTracer) -> Result<SocketAddr, DemoError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    let incoming = tonic::transport::server::TcpIncoming::from(listener);
+    // Without TCP_NODELAY, the response trailers can wait for a delayed ACK (tens of ms).
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     tokio::spawn(async move {
         let _ = tonic::transport::Server::builder()
             .layer(ServerLayer::with_tracer(tracer))
