@@ -217,7 +217,10 @@ async fn python_to_rust(
             );
         }
 
-        // The worker: lens's traced_remote_call, its span a child of the driver's.
+        // The worker: lens's traced_remote_call, its span a child of the driver's. As in NeMo
+        // Lens (`start_as_current_span(context=ctx)`), the Context current inside is the
+        // caller's plus the span: the carrier's baggage is not current there.
+        let caller_baggage = seen(&Context::current()).baggage;
         let inside = traced_remote_call_with_tracer(
             tracer,
             "Worker.generate",
@@ -230,9 +233,9 @@ async fn python_to_rust(
             continue;
         };
         checks.eq(
-            &label("worker: the carrier's baggage is current"),
+            &label("worker: the caller's baggage is current, not the carrier's (as Python)"),
             &inside.baggage,
-            &got.baggage,
+            &caller_baggage,
         );
         let driver_id = driver
             .span
@@ -338,8 +341,8 @@ fn rust_to_python(
             );
             // NeMo Lens's traced_remote_call makes only the span current
             // (`start_as_current_span(context=ctx)`), not the carrier's baggage: the wrapped
-            // function sees none. lens's traced_remote_call runs the future in the whole
-            // extracted Context. Not a SPEC.md §9 row; see docs/interop-with-python.md.
+            // function sees none. lens's traced_remote_call does the same (checked on the
+            // python->rust side above).
             checks.eq(
                 &label("observed: NeMo Lens worker's current baggage is empty"),
                 &answer.worker.baggage,

@@ -104,7 +104,7 @@ impl<T> RemoteCall<T> {
     }
 
     /// Runs `f(args)` in a span named `name` whose parent is the carrier's Context (see
-    /// [`traced_remote_call`]).
+    /// [`traced_remote_call`]: the carrier's baggage is not made current, as in Python).
     pub fn run<N, F, Fut>(
         self,
         name: N,
@@ -141,6 +141,11 @@ pub fn dispatch_with_context<T>(args: T) -> RemoteCall<T> {
 /// (NeMo Lens `traced_remote_call`): the span is current while the future is polled and ends
 /// when it completes. The span comes from the global tracer provider, scope
 /// [`RAY_TRACER_NAME`]; `None` for the carrier parents the span on the current Context.
+///
+/// As in Python (`start_as_current_span(name, context=ctx)`), only the span is taken from the
+/// carrier: the Context current inside the future is the caller's current Context (as it is
+/// when `traced_remote_call` is called) with the new span. The carrier's baggage is **not**
+/// current there; read it with [`extract_ray_context`] (or [`RemoteCall::context`]) when needed.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -182,7 +187,10 @@ where
         .span_builder(name)
         .with_kind(SpanKind::Internal)
         .start_with_context(tracer, &parent);
-    let cx = parent.with_span(span);
+    // Python's `start_as_current_span(context=ctx)` parents the span on `ctx` but attaches
+    // `set_span_in_context(span)`, i.e. the caller's current context plus the span: the
+    // carrier's baggage does not become current.
+    let cx = Context::current_with_span(span);
     let run = future.with_context(cx.clone());
     async move {
         let out = run.await;

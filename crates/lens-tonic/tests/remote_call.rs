@@ -107,12 +107,21 @@ async fn traced_remote_call_runs_in_a_child_of_the_carrier() {
     carrier.insert("traceparent", TP);
     carrier.insert("baggage", "job=rl");
 
-    let seen = traced_remote_call_with_tracer(&tracer, "Actor.generate", Some(&carrier), async {
-        let cx = Context::current();
-        let span = cx.span();
-        (span.span_context().clone(), cx.baggage_value("job"))
-    })
-    .await;
+    // The caller's own Context: baggage of its own, no span.
+    let caller = Context::new().with_baggage_entry("caller", "yes").unwrap();
+    let run = {
+        let _guard = caller.attach();
+        traced_remote_call_with_tracer(&tracer, "Actor.generate", Some(&carrier), async {
+            let cx = Context::current();
+            let span = cx.span();
+            (
+                span.span_context().clone(),
+                cx.baggage_value("job"),
+                cx.baggage_value("caller"),
+            )
+        })
+    };
+    let seen = run.await;
 
     let span = spans.one(SpanKind::Internal);
     assert_eq!(span.name, "Actor.generate");
@@ -122,9 +131,44 @@ async fn traced_remote_call_runs_in_a_child_of_the_carrier() {
     );
     assert_eq!(span.parent_span_id.to_string(), "00f067aa0ba902b7");
     assert!(span.parent_span_is_remote);
-    // The future ran with the span current and the carrier's baggage.
+    // The future ran with the span current ...
     assert_eq!(seen.0.span_id(), span.span_context.span_id());
-    assert_eq!(seen.1.as_deref(), Some("rl"));
+    // ... in the caller's Context, as NeMo Lens's `start_as_current_span(context=ctx)` does:
+    // the carrier's baggage is not current, the caller's is.
+    assert_eq!(seen.1, None);
+    assert_eq!(seen.2.as_deref(), Some("yes"));
+}
+
+#[tokio::test]
+async fn traced_remote_call_keeps_the_carrier_baggage_out_of_the_worker() {
+    let spans = Spans::new();
+    let tracer = spans.tracer("nemo.lens.ray");
+    let mut carrier = Carrier::new();
+    carrier.insert("traceparent", TP);
+    carrier.insert("baggage", "job=rl,rank=3");
+    // The baggage is in the carrier (extract_ray_context returns it) ...
+    assert_eq!(
+        lens_tonic::extract_ray_context(Some(&carrier))
+            .baggage_value("rank")
+            .as_deref(),
+        Some("3")
+    );
+    // ... but not current inside the traced call when the caller has none.
+    let inside = traced_remote_call_with_tracer(&tracer, "Actor.m", Some(&carrier), async {
+        let cx = Context::current();
+        (
+            cx.baggage_value("job"),
+            cx.baggage_value("rank"),
+            cx.trace_id(),
+        )
+    })
+    .await;
+    assert_eq!((inside.0, inside.1), (None, None));
+    assert_eq!(
+        inside.2.map(|t| t.to_string()).as_deref(),
+        Some("4bf92f3577b34da6a3ce929d0e0e4736")
+    );
+    assert_eq!(spans.one(SpanKind::Internal).name, "Actor.m");
 }
 
 #[tokio::test]
