@@ -8,6 +8,7 @@
 //!   (text, colour only on a terminal; JSON), and the summary line; [`html`]: the same as a
 //!   self-contained HTML page.
 //! * [`otlp`]: `--otlp URL`, the spans sent to a collector with opentelemetry-otlp.
+#![forbid(unsafe_code)]
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
