@@ -7,6 +7,7 @@
 //!
 //! Only std: every task shells out to `cargo`.
 
+mod fuzz;
 mod gpu;
 mod interop;
 
@@ -24,6 +25,7 @@ commands:
   mpi-test run lens-dist's multi-process MPI suite (4 ranks under mpirun)
   gpu-test  build and run the NCCL GPU tests (exits 0 having run nothing without a GPU)
   gpu-bench measure the added latency of a context frame on a 1 MiB NCCL self send/recv
+  fuzz     run every cargo-fuzz target for a while (cargo xtask fuzz --seconds N)
   help     print this text
 
 `cargo xtask <COMMAND> --help` describes a command.";
@@ -63,6 +65,7 @@ fn main() -> ExitCode {
         "mpi-test" => mpi_test(rest),
         "gpu-test" => gpu::gpu_test(rest),
         "gpu-bench" => gpu::gpu_bench(rest),
+        "fuzz" => fuzz::fuzz(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(())
