@@ -349,11 +349,20 @@ const BENCH_GROUPS: &[(&str, &[BenchSuite])] = &[
     ),
     (
         "http",
-        &[BenchSuite {
-            package: "lens-axum",
-            bench: "http",
-            features: "",
-        }],
+        // lens-bench-http, not lens-axum: the comparison with axum-tracing-opentelemetry needs
+        // Rust 1.91 (workspace MSRV 1.88), so it lives in that bench-only crate.
+        &[
+            BenchSuite {
+                package: "lens-bench-http",
+                bench: "http",
+                features: "",
+            },
+            BenchSuite {
+                package: "lens-bench-http",
+                bench: "per_request",
+                features: "",
+            },
+        ],
     ),
     (
         "grpc",

@@ -1,0 +1,273 @@
+//! Per-request drivers without sockets, shared by `benches/per_request.rs` and
+//! `examples/per_request.rs` (callgrind): each `Driver` runs one request through a layer (or
+//! through the bare service) to completion, body included, polling with a no-op waker.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::pin;
+use std::task::{Context as TaskContext, Poll, Waker};
+
+use axum::Router;
+use axum::extract::ConnectInfo;
+use axum::routing::get;
+use lens_axum::LensLayer;
+use lens_core::LensContextExt;
+use lens_reqwest::LensMiddleware;
+use lens_tonic::{LensInterceptor, ServerLayer};
+use opentelemetry::Context;
+use opentelemetry::trace::{
+    SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState, TracerProvider as _,
+};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter};
+use tower_service::Service;
+
+pub(crate) const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+pub(crate) const GRPC_PATH: &str = "/lens.bench.Echo/Echo";
+
+/// An exporter that drops every batch.
+#[derive(Debug)]
+pub(crate) struct Discard;
+
+impl SpanExporter for Discard {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        std::hint::black_box(batch);
+        Ok(())
+    }
+}
+
+/// Every span sampled, batch span processor into [`Discard`] (as the loopback benches).
+pub(crate) fn provider() -> SdkTracerProvider {
+    SdkTracerProvider::builder()
+        .with_span_processor(BatchSpanProcessor::builder(Discard).build())
+        .build()
+}
+
+/// Polls `future` to completion with a no-op waker; the drivers' futures never wait.
+pub(crate) fn run_now<F: Future>(future: F) -> F::Output {
+    let mut cx = TaskContext::from_waker(Waker::noop());
+    let mut future = pin!(future);
+    loop {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+    }
+}
+
+/// Reads a body to its end (which is when lens-axum ends the span).
+fn drain<B: http_body::Body + Unpin>(mut body: B) {
+    let mut cx = TaskContext::from_waker(Waker::noop());
+    loop {
+        match std::pin::Pin::new(&mut body).poll_frame(&mut cx) {
+            Poll::Ready(Some(Ok(frame))) => drop(std::hint::black_box(frame)),
+            Poll::Ready(None) | Poll::Ready(Some(Err(_))) => return,
+            Poll::Pending => {}
+        }
+    }
+}
+
+/// One way of handling a request, by name.
+pub(crate) struct Driver {
+    pub(crate) name: &'static str,
+    pub(crate) run: Box<dyn FnMut()>,
+}
+
+fn hello() -> Router {
+    Router::new().route("/hello", get(|| async { "Hello, World!" }))
+}
+
+/// The request the loopback bench's reqwest client sends, as axum sees it.
+fn axum_request() -> http::Request<axum::body::Body> {
+    let mut req = http::Request::builder()
+        .uri("/hello")
+        .header("host", "127.0.0.1:40000")
+        .header("accept", "*/*")
+        .header("traceparent", TRACEPARENT)
+        .body(axum::body::Body::empty())
+        .unwrap_or_default();
+    let peer: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 40001));
+    req.extensions_mut().insert(ConnectInfo(peer));
+    req
+}
+
+fn axum_driver(name: &'static str, router: Router) -> Driver {
+    let mut svc = router.into_service::<axum::body::Body>();
+    Driver {
+        name,
+        run: Box::new(move || {
+            let res = match run_now(svc.call(axum_request())) {
+                Ok(res) => res,
+                Err(never) => match never {},
+            };
+            drain(res.into_body());
+        }),
+    }
+}
+
+/// Bare axum, and axum with `LensLayer` (tracer of `provider`).
+pub(crate) fn axum_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
+    vec![
+        axum_driver("axum_bare", hello()),
+        axum_driver(
+            "axum_lens_layer",
+            hello().layer(LensLayer::new().with_tracer(provider.tracer("bench"))),
+        ),
+    ]
+}
+
+/// The last middleware: answers at once, never touches the network.
+struct Answer;
+
+#[async_trait::async_trait]
+impl reqwest_middleware::Middleware for Answer {
+    async fn handle(
+        &self,
+        req: reqwest::Request,
+        _extensions: &mut http::Extensions,
+        _next: reqwest_middleware::Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        std::hint::black_box(&req);
+        Ok(reqwest::Response::from(http::Response::new(
+            "Hello, World!",
+        )))
+    }
+}
+
+fn reqwest_driver(
+    name: &'static str,
+    client: reqwest_middleware::ClientWithMiddleware,
+    parent: Context,
+) -> Driver {
+    Driver {
+        name,
+        run: Box::new(move || {
+            let res = run_now(
+                client
+                    .get("http://127.0.0.1:40000/hello")
+                    .header("traceparent", TRACEPARENT)
+                    .with_extension(parent.clone())
+                    .send(),
+            );
+            drop(std::hint::black_box(res));
+        }),
+    }
+}
+
+/// reqwest-middleware alone, and with `LensMiddleware` (a sampled parent span in the request's
+/// extensions, as in the loopback bench).
+pub(crate) fn reqwest_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
+    use opentelemetry::trace::Tracer as _;
+    let tracer = provider.tracer("bench-client");
+    let parent = Context::new().with_span(tracer.start("parent"));
+    let client = reqwest::Client::new();
+    let bare = reqwest_middleware::ClientBuilder::new(client.clone())
+        .with(Answer)
+        .build();
+    let lens = reqwest_middleware::ClientBuilder::new(client)
+        .with(LensMiddleware::new().with_tracer(tracer))
+        .with(Answer)
+        .build();
+    vec![
+        reqwest_driver("reqwest_middleware_bare", bare, parent.clone()),
+        reqwest_driver("reqwest_lens_middleware", lens, parent),
+    ]
+}
+
+/// A gRPC service that answers a trailers-only OK at once.
+#[derive(Clone)]
+struct TrailersOnlyOk;
+
+impl Service<http::Request<()>> for TrailersOnlyOk {
+    type Response = http::Response<http_body_util::Empty<bytes::Bytes>>;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<Self::Response, Infallible>>;
+    fn poll_ready(&mut self, _: &mut TaskContext<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+    fn call(&mut self, _: http::Request<()>) -> Self::Future {
+        let mut response = http::Response::new(http_body_util::Empty::new());
+        response
+            .headers_mut()
+            .insert("grpc-status", http::HeaderValue::from_static("0"));
+        std::future::ready(Ok(response))
+    }
+}
+
+/// The caller's context of every gRPC call: a sampled remote parent and three baggage entries
+/// (as lens-tonic's grpc bench).
+fn caller_context() -> Context {
+    let sc = SpanContext::new(
+        TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap_or(TraceId::INVALID),
+        SpanId::from_hex("00f067aa0ba902b7").unwrap_or(SpanId::INVALID),
+        TraceFlags::SAMPLED,
+        true,
+        TraceState::NONE,
+    );
+    let cx = Context::new().with_remote_span_context(sc);
+    let cx = cx.with_baggage_entry("user.id", "alice").unwrap_or(cx);
+    let cx = cx
+        .with_baggage_entry("job.name", "pretrain llama")
+        .unwrap_or(cx);
+    cx.with_baggage_entry("rank", "3").unwrap_or(cx)
+}
+
+fn grpc_request() -> http::Request<()> {
+    let mut req = http::Request::new(());
+    *req.uri_mut() = http::Uri::from_static(GRPC_PATH);
+    req
+}
+
+/// Bare tonic-style service, and the `LensInterceptor` (client, caller context current) plus the
+/// `ServerLayer` around it (server): lens's whole per-call work on both sides, without the wire.
+pub(crate) fn grpc_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
+    let mut bare = TrailersOnlyOk;
+    let mut layered = tower_layer_call(
+        ServerLayer::with_tracer(provider.tracer("bench-server")),
+        TrailersOnlyOk,
+    );
+    let mut interceptor = LensInterceptor::new();
+    let caller = caller_context();
+    vec![
+        Driver {
+            name: "tonic_bare",
+            run: Box::new(move || {
+                let res = run_now(bare.call(grpc_request()));
+                drop(std::hint::black_box(res));
+            }),
+        },
+        Driver {
+            name: "tonic_interceptor_and_server_layer",
+            run: Box::new(move || {
+                use tonic::service::Interceptor as _;
+                let metadata = {
+                    let _guard = caller.clone().attach();
+                    match interceptor.call(tonic::Request::new(())) {
+                        Ok(r) => r.into_parts().0.into_headers(),
+                        Err(_) => http::HeaderMap::new(),
+                    }
+                };
+                let mut req = grpc_request();
+                *req.headers_mut() = metadata;
+                let res = run_now(layered.call(req));
+                drop(std::hint::black_box(res));
+            }),
+        },
+    ]
+}
+
+fn tower_layer_call<L, S>(layer: L, inner: S) -> L::Service
+where
+    L: tower::Layer<S>,
+{
+    layer.layer(inner)
+}
+
+/// Every driver, in pairs (bare, lens).
+#[allow(dead_code)]
+pub(crate) fn all(provider: &SdkTracerProvider) -> Vec<Driver> {
+    let mut v = axum_drivers(provider);
+    v.extend(reqwest_drivers(provider));
+    v.extend(grpc_drivers(provider));
+    v
+}

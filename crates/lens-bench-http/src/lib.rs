@@ -1,0 +1,19 @@
+//! Bench-only crate (not published): the HTTP comparison benches of lens, kept apart from
+//! lens-axum because the comparison dependency axum-tracing-opentelemetry needs Rust 1.91 while
+//! the workspace MSRV is 1.88.
+//!
+//! ```text
+//! cargo xtask bench http                              # both suites below
+//! cargo bench -p lens-bench-http --bench http         # loopback throughput, A/B alternated
+//! cargo bench -p lens-bench-http --bench per_request  # per-request work, no network
+//! cargo run --release -p lens-bench-http --example per_request -- axum-lens 20000
+//! ```
+//!
+//! * `benches/http.rs`: a hello-world axum handler on 127.0.0.1 under a load generator in the same
+//!   process; bare axum, axum + `lens_axum::LensLayer`, axum + axum-tracing-opentelemetry; and
+//!   reqwest through reqwest-middleware alone or with `lens_reqwest::LensMiddleware`.
+//! * `benches/per_request.rs`: the same layers driven directly (tower `Service::call`, the
+//!   middleware chain with a terminal middleware that answers at once), without sockets.
+//! * `examples/per_request.rs`: the same loops as a plain binary, for
+//!   `valgrind --tool=callgrind` instruction counts.
+#![forbid(unsafe_code)]
