@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use http::Extensions;
+use http::header::HeaderName;
 use lens_core::policy::OutboundPolicy;
 use lens_core::{HeaderCarrier, TRACEPARENT_HEADER, TRACESTATE_HEADER, W3cPropagator};
 use opentelemetry::context::FutureExt as _;
@@ -198,14 +199,25 @@ pub(crate) fn inject(
     host: &str,
     headers: &mut http::HeaderMap,
 ) {
-    if policy.decide(host).trace_context {
-        headers.remove(TRACEPARENT_HEADER);
-        headers.remove(TRACESTATE_HEADER);
+    // Static names: a `&str` key would be parsed into a header name on every lookup.
+    const TRACEPARENT: HeaderName = HeaderName::from_static(TRACEPARENT_HEADER);
+    const TRACESTATE: HeaderName = HeaderName::from_static(TRACESTATE_HEADER);
+    let decision = policy.decide(host);
+    if decision.trace_context {
+        headers.remove(&TRACEPARENT);
+        headers.remove(&TRACESTATE);
     }
-    let mut carrier = HeaderCarrier(headers);
-    match propagator {
-        Some(p) => policy.inject_with(p, cx, host, &mut carrier),
-        None => policy.inject(cx, host, &mut carrier),
+    if decision.trace_context || decision.baggage {
+        let propagator: &W3cPropagator = match propagator {
+            Some(p) => p,
+            None => lens_core::propagator(),
+        };
+        propagator.inject_parts(
+            cx,
+            &mut HeaderCarrier(headers),
+            decision.trace_context,
+            decision.baggage,
+        );
     }
 }
 

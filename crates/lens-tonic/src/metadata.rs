@@ -1,6 +1,7 @@
 //! gRPC metadata ([`tonic::metadata::MetadataMap`]) as a propagation carrier (SPEC.md §4).
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
+use lens_core::{BAGGAGE_HEADER, TRACEPARENT_HEADER, TRACESTATE_HEADER};
 use opentelemetry::propagation::{Extractor, Injector};
 use tonic::metadata::MetadataMap;
 
@@ -77,9 +78,16 @@ pub(crate) fn set_metadata(headers: &mut HeaderMap, key: &str, value: String) {
     if is_binary_key(key) || !is_ascii_metadata_value(&value) {
         return;
     }
-    // `from_bytes` lowercases; it fails (no panic) on characters that are not allowed in a name.
-    let Ok(name) = HeaderName::from_bytes(key.as_bytes()) else {
-        return;
+    // The propagator's own keys (every call) as static names: no parsing per call. Any other
+    // key: `from_bytes` lowercases; it fails (no panic) on characters not allowed in a name.
+    let name = match key {
+        TRACEPARENT_HEADER => HeaderName::from_static(TRACEPARENT_HEADER),
+        TRACESTATE_HEADER => HeaderName::from_static(TRACESTATE_HEADER),
+        BAGGAGE_HEADER => HeaderName::from_static(BAGGAGE_HEADER),
+        _ => match HeaderName::from_bytes(key.as_bytes()) {
+            Ok(name) => name,
+            Err(_) => return,
+        },
     };
     // Reuses the String's buffer.
     let Ok(value) = HeaderValue::try_from(value) else {
