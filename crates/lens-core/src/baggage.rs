@@ -26,6 +26,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use opentelemetry::baggage::{Baggage, BaggageMetadata};
+
 use crate::Limits;
 use crate::lexical::{split_byte, split_once_byte, trim_ows};
 
@@ -632,6 +634,294 @@ impl Parser<'_> {
     }
 }
 
+/// Result of one pass over a raw (trimmed) value already split from its member.
+#[derive(Clone, Copy)]
+struct ValueScan {
+    /// Holds a `%` (or a `+` decoded as a space): the decoded value differs from the raw one.
+    needs_decoding: bool,
+    /// Bytes outside the RFC 3986 unreserved set (each encodes to 3 bytes).
+    reserved: usize,
+}
+
+/// Byte classes of [`BYTE_CLASS`].
+const INVALID: u8 = 0;
+const UNRESERVED: u8 = 1;
+const OCTET: u8 = 2;
+const PERCENT: u8 = 3;
+const PLUS: u8 = 4;
+
+/// Every byte's class for [`scan_value`]: not a baggage-octet, RFC 3986 unreserved, another
+/// baggage-octet, `%`, `+`.
+const BYTE_CLASS: [u8; 256] = {
+    let mut t = [INVALID; 256];
+    let mut b = 0;
+    while b < 256 {
+        // `b < 256`, so the cast is exact.
+        let byte = b as u8;
+        let octet = matches!(byte, 0x21 | 0x23..=0x2B | 0x2D..=0x3A | 0x3C..=0x5B | 0x5D..=0x7E);
+        let unreserved = byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~');
+        t[b] = if byte == b'%' {
+            PERCENT
+        } else if byte == b'+' {
+            PLUS
+        } else if unreserved {
+            UNRESERVED
+        } else if octet {
+            OCTET
+        } else {
+            INVALID
+        };
+        b += 1;
+    }
+    t
+};
+
+/// What extract keeps of the baggage lines when no key repeats: opentelemetry's `Baggage`
+/// holding every member, and the header lens sends (which [`BaggageList::parse`] turns back
+/// into the same list).
+pub(crate) struct FastBaggage {
+    pub(crate) otel: Baggage,
+    pub(crate) header: String,
+}
+
+/// Most entries opentelemetry's `Baggage` holds.
+pub(crate) const OTEL_BAGGAGE_MAX: usize = 64;
+
+/// One member found by [`scan_member`], as offsets into its line.
+struct ScannedMember {
+    key: (usize, usize),
+    value: (usize, usize),
+    scan: ValueScan,
+    /// The raw properties after the `;` (up to the next `,`), when there is a `;`.
+    properties: Option<(usize, usize)>,
+    /// Normalized length of the properties (0 when none).
+    properties_len: usize,
+    /// Where the member's text ends (before any spaces or tabs that end it).
+    end: usize,
+    /// The member's text is exactly what lens sends for it: no spaces or tabs inside, a value
+    /// that re-encodes to itself, properties already normalized.
+    canonical: bool,
+}
+
+#[inline]
+fn is_ows(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// Index of the first byte at or after `from` that is not a space or tab.
+#[inline]
+fn skip_ows(bytes: &[u8], mut from: usize) -> usize {
+    while bytes.get(from).is_some_and(|&b| is_ows(b)) {
+        from += 1;
+    }
+    from
+}
+
+/// Index just after the next `,` at or after `from` (past the end when there is none).
+#[inline]
+fn next_member(bytes: &[u8], from: usize) -> usize {
+    bytes
+        .get(from..)
+        .and_then(|rest| rest.iter().position(|&b| b == b',').map(|at| from + at + 1))
+        .unwrap_or(bytes.len() + 1)
+}
+
+/// Scans the member starting at `start` in one pass: `(member, where the next one starts)`.
+/// `None` for an empty or invalid member: the same members [`split_member`] rejects.
+fn scan_member(line: &str, start: usize, plus_as_space: bool) -> (Option<ScannedMember>, usize) {
+    let bytes = line.as_bytes();
+    let key_start = skip_ows(bytes, start);
+    let mut i = key_start;
+    while bytes.get(i).is_some_and(|&b| is_tchar(b)) {
+        i += 1;
+    }
+    let key_end = i;
+    i = skip_ows(bytes, i);
+    if key_end == key_start || bytes.get(i) != Some(&b'=') {
+        return (None, next_member(bytes, i));
+    }
+    let mut canonical = i == key_end;
+    let value_start = skip_ows(bytes, i + 1);
+    canonical &= value_start == i + 1;
+    let mut scan = ValueScan {
+        needs_decoding: false,
+        reserved: 0,
+    };
+    i = value_start;
+    while let Some(&b) = bytes.get(i) {
+        match BYTE_CLASS[usize::from(b)] {
+            UNRESERVED => {}
+            OCTET => scan.reserved += 1,
+            PERCENT => {
+                scan.needs_decoding = true;
+                scan.reserved += 1;
+            }
+            PLUS => {
+                scan.needs_decoding |= plus_as_space;
+                scan.reserved += 1;
+            }
+            _ => break,
+        }
+        i += 1;
+    }
+    let value_end = i;
+    canonical &= scan.reserved == 0;
+    i = skip_ows(bytes, i);
+    let member = |properties, properties_len, end, canonical| ScannedMember {
+        key: (key_start, key_end),
+        value: (value_start, value_end),
+        scan,
+        properties,
+        properties_len,
+        end,
+        canonical,
+    };
+    match bytes.get(i) {
+        None => (Some(member(None, 0, value_end, canonical)), bytes.len() + 1),
+        Some(b',') => (Some(member(None, 0, value_end, canonical)), i + 1),
+        Some(b';') => {
+            let next = next_member(bytes, i);
+            let raw_end = next.saturating_sub(1).min(bytes.len());
+            // The member ends before the spaces and tabs that precede its `,`.
+            let mut end = raw_end;
+            while end > i + 1 && bytes.get(end - 1).is_some_and(|&b| is_ows(b)) {
+                end -= 1;
+            }
+            match line.get(i + 1..end).and_then(properties_len) {
+                Some(len) => {
+                    let canonical = canonical && i == value_end && len == end - (i + 1);
+                    (Some(member(Some((i + 1, end)), len, end, canonical)), next)
+                }
+                None => (None, next),
+            }
+        }
+        // A raw space inside the value, or a character no value may hold.
+        Some(_) => (None, next_member(bytes, i)),
+    }
+}
+
+/// Parses baggage lines straight into opentelemetry's `Baggage` and lens's header, without
+/// building a [`BaggageList`]: one pass over each member, one allocation per key, value and
+/// properties (what `Baggage` itself needs) plus the header, which is a plain copy of the line
+/// when the line already is what lens sends.
+///
+/// Gives exactly what `BaggageList::parse` followed by mirroring its first 64 entries gives,
+/// or `None` when it cannot (a repeated key, more than 64 members, an entry opentelemetry
+/// refuses): then the caller takes that slower path.
+pub(crate) fn parse_fast(
+    lines: &[&str],
+    limits: &Limits,
+    plus_as_space: bool,
+) -> Option<FastBaggage> {
+    let mut otel = Baggage::new();
+    let mut header = String::new();
+    // While every member so far is canonical and follows the previous one after a bare `,` on
+    // the first line, the header is `line[start..end]` and `header` stays empty.
+    let mut slice: Option<(&str, usize, usize)> = None;
+    let mut size = 0usize;
+    let mut scratch = Vec::new();
+    let mut count = 0usize;
+    for (line_no, line) in lines.iter().enumerate() {
+        let mut pos = 0;
+        while pos <= line.len() {
+            let (member, next) = scan_member(line, pos, plus_as_space);
+            pos = next;
+            let Some(m) = member else {
+                continue;
+            };
+            let key = line.get(m.key.0..m.key.1).unwrap_or_default();
+            let raw_value = line.get(m.value.0..m.value.1).unwrap_or_default();
+            // Limits, as `Parser::member` applies them to a new key. A repeated key is judged
+            // differently there: leave it to that path.
+            let base = size + usize::from(count > 0);
+            let stop = count >= limits.baggage_members
+                || base + member_len(key, raw_value.len().div_ceil(3), m.properties_len)
+                    > limits.baggage_bytes;
+            let (value, encoded) = if stop {
+                (Cow::Borrowed(raw_value), 0)
+            } else if m.scan.needs_decoding {
+                let decoded = decode_value(raw_value, plus_as_space, &mut scratch);
+                let len = encoded_len(&decoded);
+                (decoded, len)
+            } else {
+                (
+                    Cow::Borrowed(raw_value),
+                    raw_value.len() + 2 * m.scan.reserved,
+                )
+            };
+            let new_size = base + member_len(key, encoded, m.properties_len);
+            if stop || new_size > limits.baggage_bytes {
+                return if otel.get(key).is_some() {
+                    None
+                } else {
+                    Some(FastBaggage {
+                        otel,
+                        header: finish_header(header, slice),
+                    })
+                };
+            }
+            size = new_size;
+            let extends_slice = match slice {
+                None => count == 0 && line_no == 0,
+                Some((_, _, end)) => line_no == 0 && m.key.0 == end + 1,
+            };
+            let properties = m.properties.and_then(|(a, b)| line.get(a..b));
+            if m.canonical && extends_slice {
+                let start = slice.map_or(m.key.0, |(_, start, _)| start);
+                slice = Some((line, start, m.end));
+            } else {
+                if header.capacity() == 0 {
+                    header.reserve(trim_ows(line).len().min(limits.baggage_bytes));
+                }
+                if let Some((l, a, b)) = slice.take() {
+                    header.push_str(l.get(a..b).unwrap_or_default());
+                }
+                if !header.is_empty() {
+                    header.push(',');
+                }
+                header.push_str(key);
+                header.push('=');
+                if m.scan.reserved > 0 {
+                    encode_value(&value, &mut header);
+                } else {
+                    header.push_str(&value);
+                }
+                if let Some(props) = properties {
+                    header.push(';');
+                    write_properties(props, &mut header);
+                }
+                // Later members can no longer extend a slice.
+                slice = None;
+            }
+            let metadata = match properties {
+                Some(props) => {
+                    let mut normalized = String::with_capacity(m.properties_len);
+                    write_properties(props, &mut normalized);
+                    BaggageMetadata::from(normalized)
+                }
+                None => BaggageMetadata::default(),
+            };
+            otel.insert_with_metadata(key.to_owned(), value.into_owned(), metadata);
+            count += 1;
+            if otel.len() != count {
+                // A repeated key, a 65th member or an entry opentelemetry refused.
+                return None;
+            }
+        }
+    }
+    Some(FastBaggage {
+        otel,
+        header: finish_header(header, slice),
+    })
+}
+
+fn finish_header(header: String, slice: Option<(&str, usize, usize)>) -> String {
+    match slice {
+        Some((line, start, end)) => line.get(start..end).unwrap_or_default().to_owned(),
+        None => header,
+    }
+}
+
 /// Splits and validates a trimmed, non-empty member without allocating.
 fn split_member(member: &str) -> Result<RawMember<'_>, BaggageIssueReason> {
     let Some((key, rest)) = split_once_byte(member, b'=') else {
@@ -822,26 +1112,40 @@ fn is_unreserved(b: u8) -> bool {
 }
 
 /// RFC 7230 tchar.
+#[inline]
 fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric()
-        || matches!(
-            b,
-            b'!' | b'#'
-                | b'$'
-                | b'%'
-                | b'&'
-                | b'\''
-                | b'*'
-                | b'+'
-                | b'-'
-                | b'.'
-                | b'^'
-                | b'_'
-                | b'`'
-                | b'|'
-                | b'~'
-        )
+    TCHAR[usize::from(b)]
 }
+
+/// Whether each byte is an RFC 7230 tchar: letters, digits and ``!#$%&'*+-.^_`|~``.
+const TCHAR: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        // `b < 256`, so the cast is exact.
+        let byte = b as u8;
+        t[b] = byte.is_ascii_alphanumeric()
+            || matches!(
+                byte,
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            );
+        b += 1;
+    }
+    t
+};
 
 /// A non-empty RFC 7230 token.
 fn is_token(s: &str) -> bool {

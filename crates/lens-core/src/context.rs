@@ -28,11 +28,8 @@ use opentelemetry::trace::{SpanContext, TraceContextExt};
 use opentelemetry::{Context, TraceId};
 
 use crate::Limits;
-use crate::baggage::{BaggageError, BaggageList};
+use crate::baggage::{BaggageError, BaggageList, FastBaggage, OTEL_BAGGAGE_MAX, parse_fast};
 use crate::tracestate::TraceStateList;
-
-/// Most entries opentelemetry's `Baggage` holds.
-const OTEL_BAGGAGE_MAX: usize = 64;
 
 /// lens's own copies, stored as one Context value so that extract adds a single entry.
 #[derive(Debug, Clone, Default)]
@@ -48,15 +45,51 @@ pub(crate) struct TraceStateCopy {
     pub(crate) list: TraceStateList,
 }
 
+/// lens's ordered baggage, as a list or as the header that parses back into it.
+#[derive(Debug, Clone)]
+pub(crate) enum StoredBaggage {
+    /// The list itself.
+    List(BaggageList),
+    /// Only the header lens sends (what inject needs); the opentelemetry `Baggage` beside it
+    /// holds every member, so values are read there and the ordered list is rebuilt on demand.
+    Header(String),
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct BaggageCopy {
-    pub(crate) list: BaggageList,
-    /// Address of the opentelemetry `Baggage` mirrored from `list`: while the Context still holds
-    /// that very value, nobody replaced it and `list` is authoritative.
+    pub(crate) stored: StoredBaggage,
+    /// Address of the opentelemetry `Baggage` mirrored from `stored`: while the Context still
+    /// holds that very value, nobody replaced it and `stored` is authoritative.
     otel_addr: usize,
     /// Keeps the mirrored `Baggage` alive, so its address cannot be reused by another one.
     _anchor: Context,
 }
+
+impl BaggageCopy {
+    /// The header lens sends.
+    pub(crate) fn header(&self) -> &str {
+        match &self.stored {
+            StoredBaggage::List(list) => list.header(),
+            StoredBaggage::Header(header) => header,
+        }
+    }
+
+    /// The ordered list; rebuilt from the header when only that is kept.
+    fn list(&self) -> Cow<'_, BaggageList> {
+        match &self.stored {
+            StoredBaggage::List(list) => Cow::Borrowed(list),
+            // The header already fits the limits it was built under: parse it back whole.
+            StoredBaggage::Header(header) => {
+                Cow::Owned(BaggageList::parse([header.as_str()], &UNBOUNDED, false))
+            }
+        }
+    }
+}
+
+/// Limits that never cut a header lens built itself.
+const UNBOUNDED: Limits = Limits::DEFAULT
+    .with_baggage_members(usize::MAX)
+    .with_baggage_bytes(usize::MAX);
 
 fn baggage_addr(cx: &Context) -> usize {
     std::ptr::from_ref::<Baggage>(cx.baggage()) as usize
@@ -75,25 +108,41 @@ fn to_otel_baggage(list: &BaggageList) -> Baggage {
     b
 }
 
+/// Baggage extracted from header lines: opentelemetry's `Baggage` and lens's ordered copy;
+/// `None` when no member is valid.
+pub(crate) fn extract_baggage(
+    lines: &[&str],
+    limits: &Limits,
+    plus_as_space: bool,
+) -> Option<(Baggage, StoredBaggage)> {
+    match parse_fast(lines, limits, plus_as_space) {
+        Some(FastBaggage { otel, header }) => {
+            (!header.is_empty()).then_some((otel, StoredBaggage::Header(header)))
+        }
+        None => {
+            let list = BaggageList::parse(lines.iter().copied(), limits, plus_as_space);
+            (!list.is_empty()).then(|| (to_otel_baggage(&list), StoredBaggage::List(list)))
+        }
+    }
+}
+
 impl LensState {
     pub(crate) fn of(cx: &Context) -> Option<&LensState> {
         cx.get::<LensState>()
     }
 
-    /// The tracestate lens sends for `sc` in `cx`, when its own copy still applies.
-    pub(crate) fn tracestate_for<'a>(
-        cx: &'a Context,
-        sc: &SpanContext,
-    ) -> Option<&'a TraceStateList> {
-        let copy = Self::of(cx)?.tracestate.as_ref()?;
+    /// The tracestate lens sends for `sc`, when its own copy still applies.
+    pub(crate) fn tracestate_for(&self, sc: &SpanContext) -> Option<&TraceStateList> {
+        let copy = self.tracestate.as_ref()?;
         (copy.trace_id == sc.trace_id() && copy.list.matches_otel(sc.trace_state()))
             .then_some(&copy.list)
     }
 
-    /// lens's baggage copy, when the Context still holds the opentelemetry `Baggage` built from it.
-    pub(crate) fn baggage_for(cx: &Context) -> Option<&BaggageList> {
-        let copy = Self::of(cx)?.baggage.as_ref()?;
-        (copy.otel_addr == baggage_addr(cx)).then_some(&copy.list)
+    /// lens's baggage copy, when `cx` (whose state this is) still holds the opentelemetry
+    /// `Baggage` built from it.
+    pub(crate) fn baggage_for(&self, cx: &Context) -> Option<&BaggageCopy> {
+        let copy = self.baggage.as_ref()?;
+        (copy.otel_addr == baggage_addr(cx)).then_some(copy)
     }
 }
 
@@ -104,18 +153,28 @@ pub(crate) fn with_lens_values(
     tracestate: Option<TraceStateCopy>,
     baggage: Option<BaggageList>,
 ) -> Context {
+    let baggage = baggage.map(|list| (to_otel_baggage(&list), StoredBaggage::List(list)));
+    with_lens_parts(cx, tracestate, baggage)
+}
+
+/// [`with_lens_values`] with the opentelemetry `Baggage` already built beside lens's copy.
+pub(crate) fn with_lens_parts(
+    cx: &Context,
+    tracestate: Option<TraceStateCopy>,
+    baggage: Option<(Baggage, StoredBaggage)>,
+) -> Context {
     let previous = LensState::of(cx);
     let mut state = LensState {
         tracestate: tracestate.or_else(|| previous.and_then(|p| p.tracestate.clone())),
         baggage: None,
     };
     let cx = match baggage {
-        Some(list) => {
-            let cx = cx.with_baggage(to_otel_baggage(&list));
+        Some((otel, stored)) => {
+            let cx = cx.with_baggage(otel);
             state.baggage = Some(BaggageCopy {
                 otel_addr: baggage_addr(&cx),
                 _anchor: cx.clone(),
-                list,
+                stored,
             });
             cx
         }
@@ -180,16 +239,22 @@ pub trait LensContextExt {
 
 impl LensContextExt for Context {
     fn lens_baggage(&self) -> Cow<'_, BaggageList> {
-        match LensState::baggage_for(self) {
-            Some(list) => Cow::Borrowed(list),
+        match LensState::of(self).and_then(|state| state.baggage_for(self)) {
+            Some(copy) => copy.list(),
             None => Cow::Owned(baggage_from_otel(self.baggage(), &Limits::DEFAULT)),
         }
     }
 
     fn baggage_value(&self, key: &str) -> Option<String> {
-        match LensState::baggage_for(self) {
-            Some(list) => list.get(key).map(|e| e.value().to_owned()),
-            None => self.baggage().get(key).map(|v| v.as_str().to_owned()),
+        match LensState::of(self)
+            .and_then(|state| state.baggage_for(self))
+            .map(|copy| &copy.stored)
+        {
+            Some(StoredBaggage::List(list)) => list.get(key).map(|e| e.value().to_owned()),
+            // Without a list, opentelemetry's `Baggage` holds every member.
+            Some(StoredBaggage::Header(_)) | None => {
+                self.baggage().get(key).map(|v| v.as_str().to_owned())
+            }
         }
     }
 

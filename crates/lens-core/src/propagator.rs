@@ -7,13 +7,15 @@ use opentelemetry::Context;
 use opentelemetry::baggage::BaggageExt;
 use opentelemetry::propagation::text_map_propagator::FieldIter;
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
-use opentelemetry::trace::{SpanContext, TraceContextExt};
+use opentelemetry::trace::{SpanContext, TraceContextExt, TraceState};
 
 use crate::Limits;
 use crate::baggage::BaggageList;
-use crate::context::{LensState, TraceStateCopy, baggage_from_otel, with_lens_values};
+use crate::context::{
+    LensState, TraceStateCopy, baggage_from_otel, extract_baggage, with_lens_parts,
+};
 use crate::traceparent::TraceParent;
-use crate::tracestate::TraceStateList;
+use crate::tracestate::{ExtractedTraceState, header_from_otel};
 
 /// Header name of the trace parent.
 pub const TRACEPARENT_HEADER: &str = "traceparent";
@@ -177,17 +179,17 @@ impl W3cPropagator {
         trace_context: bool,
         baggage: bool,
     ) {
+        let state = LensState::of(cx);
         if trace_context && self.trace_context {
             let span = cx.span();
             let sc = span.span_context();
             if let Some(tp) = TraceParent::from_span_context(sc) {
                 injector.set(TRACEPARENT_HEADER, tp.to_header_string());
-                match LensState::tracestate_for(cx, sc) {
+                match state.and_then(|state| state.tracestate_for(sc)) {
                     Some(list) => injector.set(TRACESTATE_HEADER, list.header().to_owned()),
                     None if !sc.trace_state().is_empty_state() => {
-                        let list = TraceStateList::from_otel(sc.trace_state());
-                        if !list.is_empty() {
-                            injector.set(TRACESTATE_HEADER, list.header().to_owned());
+                        if let Some(header) = header_from_otel(sc.trace_state()) {
+                            injector.set(TRACESTATE_HEADER, header);
                         }
                     }
                     None => {}
@@ -195,10 +197,11 @@ impl W3cPropagator {
             }
         }
         if baggage && self.baggage {
-            match LensState::baggage_for(cx) {
-                Some(list) => {
-                    if !list.is_empty() {
-                        injector.set(BAGGAGE_HEADER, list.header().to_owned());
+            match state.and_then(|state| state.baggage_for(cx)) {
+                Some(copy) => {
+                    let header = copy.header();
+                    if !header.is_empty() {
+                        injector.set(BAGGAGE_HEADER, header.to_owned());
                     }
                 }
                 None => {
@@ -223,14 +226,26 @@ impl W3cPropagator {
         &self,
         extractor: &dyn Extractor,
     ) -> Option<(SpanContext, Option<TraceStateCopy>)> {
+        self.extract_trace_with(extractor, |_| false)
+    }
+
+    /// Extracts the remote span context; lens's own tracestate list is kept when opentelemetry's
+    /// `TraceState` cannot hold every member, or when `keep_list` says so.
+    fn extract_trace_with(
+        &self,
+        extractor: &dyn Extractor,
+        keep_list: impl FnOnce(&dyn Extractor) -> bool,
+    ) -> Option<(SpanContext, Option<TraceStateCopy>)> {
         let lines = extractor.get_all(TRACEPARENT_HEADER)?;
         let tp = TraceParent::parse_lines(lines, self.limits.traceparent_bytes).ok()?;
-        let list = match extractor.get_all(TRACESTATE_HEADER) {
-            Some(lines) => TraceStateList::parse(lines, &self.limits).unwrap_or_default(),
-            None => TraceStateList::new(),
+        let Some(lines) = extractor.get_all(TRACESTATE_HEADER) else {
+            return Some((tp.to_remote_span_context(TraceState::NONE), None));
         };
-        let sc = tp.to_remote_span_context(list.to_otel());
-        let copy = (!list.is_empty()).then_some(TraceStateCopy {
+        let state = ExtractedTraceState::parse(&lines, &self.limits);
+        let sc = tp.to_remote_span_context(state.to_otel());
+        let keep = state.needs_list() || keep_list(extractor);
+        let copy = if keep { state.into_list() } else { None };
+        let copy = copy.map(|list| TraceStateCopy {
             trace_id: tp.trace_id,
             list,
         });
@@ -261,24 +276,28 @@ impl TextMapPropagator for W3cPropagator {
     }
 
     fn extract_with_context(&self, cx: &Context, extractor: &dyn Extractor) -> Context {
+        // Baggage first: when lens keeps a copy of it in the Context anyway, its tracestate
+        // list goes beside it, so that inject need not re-validate opentelemetry's.
+        let baggage = if self.baggage {
+            extractor
+                .get_all(BAGGAGE_HEADER)
+                .and_then(|lines| extract_baggage(&lines, &self.limits, self.plus_as_space))
+        } else {
+            None
+        };
         let mut out = None;
         let mut tracestate = None;
         if self.trace_context
-            && let Some((sc, copy)) = self.extract_trace(extractor)
+            && let Some((sc, copy)) = self.extract_trace_with(extractor, |_| baggage.is_some())
         {
             out = Some(cx.with_remote_span_context(sc));
             tracestate = copy;
         }
-        let baggage = if self.baggage {
-            self.extract_baggage(extractor).filter(|b| !b.is_empty())
-        } else {
-            None
-        };
         let base = out.as_ref().unwrap_or(cx);
         if tracestate.is_none() && baggage.is_none() {
             return out.unwrap_or_else(|| cx.clone());
         }
-        with_lens_values(base, tracestate, baggage)
+        with_lens_parts(base, tracestate, baggage)
     }
 
     fn fields(&self) -> FieldIter<'_> {

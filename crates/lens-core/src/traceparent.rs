@@ -118,35 +118,41 @@ pub enum TraceParentError {
     ConflictingLines,
 }
 
-/// Lowercase hex digit values; 0xff for every other byte.
-const HEX_VALUES: [u8; 256] = {
-    let mut t = [0xffu8; 256];
-    let mut i = 0;
-    while i < 10 {
-        t[b'0' as usize + i] = i as u8;
-        i += 1;
-    }
-    let mut i = 0;
-    while i < 6 {
-        t[b'a' as usize + i] = 10 + i as u8;
-        i += 1;
-    }
-    t
-};
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
 
-/// Decodes `2 * N` lowercase hex digits; any other byte sets bits above the low nibble in the
-/// returned error mask, so the loop has no branch per digit.
+/// Decodes 8 lowercase hex digits into 4 bytes (little-endian in the result) eight digits at a
+/// time; `None` when any byte is not a lowercase hex digit.
 #[inline]
-fn decode_hex<const N: usize>(s: &[u8]) -> ([u8; N], u8) {
-    let mut out = [0u8; N];
-    let mut bad = 0u8;
-    for (i, byte) in out.iter_mut().enumerate() {
-        let hi = HEX_VALUES[s[2 * i] as usize];
-        let lo = HEX_VALUES[s[2 * i + 1] as usize];
-        bad |= hi | lo;
-        *byte = (hi << 4) | (lo & 0x0f);
+fn hex8(chunk: &[u8]) -> Option<u32> {
+    let x = u64::from_le_bytes(chunk.try_into().ok()?);
+    if x & HIGH_BITS != 0 {
+        return None;
     }
-    (out, bad & 0xf0)
+    // Every byte is below 0x80, so adding at most 0x50 never carries into the next byte; the
+    // high bit of each byte then says whether it reached the bound.
+    let digit = (x + ONES * 0x50) & !(x + ONES * 0x46) & HIGH_BITS; // 0x30..=0x39
+    let lower = (x + ONES * 0x1f) & !(x + ONES * 0x19) & HIGH_BITS; // 0x61..=0x66
+    if digit | lower != HIGH_BITS {
+        return None;
+    }
+    // '0'..'9' -> 0..9, 'a'..'f' -> 1..6 + 9.
+    let nibbles = (x & (ONES * 0x0f)) + ((x >> 6) & ONES) * 9;
+    // Byte 2j becomes (digit 2j << 4) | digit 2j+1; then the even bytes are packed together.
+    let pairs = ((nibbles << 4) | (nibbles >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let packed = (pairs | (pairs >> 8)) & 0x0000_ffff_0000_ffff;
+    // Only the low 32 bits are kept, on purpose.
+    Some(((packed | (packed >> 16)) & 0xffff_ffff) as u32)
+}
+
+/// Decodes `8 * N` lowercase hex digits into `4 * N` bytes.
+#[inline]
+fn decode_hex<const N: usize, const B: usize>(s: &[u8]) -> Option<[u8; B]> {
+    let mut out = [0u8; B];
+    for (i, bytes) in out.chunks_exact_mut(4).enumerate().take(N) {
+        bytes.copy_from_slice(&hex8(s.get(8 * i..8 * i + 8)?)?.to_le_bytes());
+    }
+    Some(out)
 }
 
 /// The common case: a version-00 value of exactly 55 valid bytes. `None` sends the value to the
@@ -162,17 +168,17 @@ fn parse_fast(v: &[u8]) -> Option<TraceParent> {
     {
         return None;
     }
-    let (trace_id, bad_t) = decode_hex::<16>(&v[3..35]);
-    let (parent_id, bad_p) = decode_hex::<8>(&v[36..52]);
-    let (flags, bad_f) = decode_hex::<1>(&v[53..55]);
-    if bad_t | bad_p | bad_f != 0 || trace_id == [0; 16] || parent_id == [0; 8] {
+    let trace_id = decode_hex::<4, 16>(&v[3..35])?;
+    let parent_id = decode_hex::<2, 8>(&v[36..52])?;
+    let flags = (hex_val(v[53])? << 4) | hex_val(v[54])?;
+    if u128::from_ne_bytes(trace_id) == 0 || u64::from_ne_bytes(parent_id) == 0 {
         return None;
     }
     Some(TraceParent {
         version: 0,
         trace_id: TraceId::from_bytes(trace_id),
         parent_id: SpanId::from_bytes(parent_id),
-        flags: flags[0],
+        flags,
     })
 }
 

@@ -104,29 +104,49 @@ impl<'a> Iterator for Members<'a> {
 
 impl ExactSizeIterator for Members<'_> {}
 
+/// Byte classes for keys and values: bit 0: may start a key (`a-z 0-9`); bit 1: key character
+/// (`a-z 0-9 _ - * / @`); bit 2: value character (printable ASCII except `,` and `=`).
+const CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        // `i < 256`, so the cast is exact.
+        let b = i as u8;
+        let start = b.is_ascii_lowercase() || b.is_ascii_digit();
+        let key = start || matches!(b, b'_' | b'-' | b'*' | b'/' | b'@');
+        let value = b >= 0x20 && b <= 0x7e && b != b',' && b != b'=';
+        t[i] = (start as u8) | ((key as u8) << 1) | ((value as u8) << 2);
+        i += 1;
+    }
+    t
+};
+const KEY_START: u8 = 1;
+const KEY_CHAR: u8 = 2;
+const VALUE_CHAR: u8 = 4;
+
 #[inline]
-fn is_key_char(b: u8) -> bool {
-    matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'*' | b'/' | b'@')
+fn class(b: u8) -> u8 {
+    CLASS[usize::from(b)]
 }
 
+#[inline]
 fn valid_key(key: &[u8]) -> bool {
     match key.split_first() {
-        Some((first, rest)) => {
-            (first.is_ascii_lowercase() || first.is_ascii_digit())
+        Some((&first, rest)) => {
+            class(first) & KEY_START != 0
                 && key.len() <= MAX_KEY_LEN
-                && rest.iter().all(|&b| is_key_char(b))
+                && rest.iter().all(|&b| class(b) & KEY_CHAR != 0)
         }
         None => false,
     }
 }
 
+#[inline]
 fn valid_value(value: &[u8]) -> bool {
     !value.is_empty()
         && value.len() <= MAX_VALUE_LEN
         && value.last() != Some(&b' ')
-        && value
-            .iter()
-            .all(|&b| (0x20..=0x7e).contains(&b) && b != b',' && b != b'=')
+        && value.iter().all(|&b| class(b) & VALUE_CHAR != 0)
 }
 
 /// Whether opentelemetry's `TraceState` accepts this (already valid) key: its check predates the
@@ -145,6 +165,271 @@ fn otel_accepts_key(key: &str) -> bool {
                     .is_none_or(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
         }
     }
+}
+
+/// Where [`parse_members`] puts the members it accepts.
+trait MemberSink<'a> {
+    /// Called once per line, before its members.
+    fn line(&mut self, _line: &'a str) {}
+    /// Whether a member with this key was already accepted.
+    fn contains(&self, key: &str) -> bool;
+    /// Accepts a valid member whose key is new; `false` when the sink cannot take it.
+    fn push(&mut self, key: &'a str, value: &'a str) -> bool;
+}
+
+impl<'a> MemberSink<'a> for TraceStateList {
+    fn line(&mut self, line: &'a str) {
+        if self.header.capacity() == 0 {
+            self.header.reserve(line.len());
+        }
+    }
+
+    fn contains(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    fn push(&mut self, key: &'a str, value: &'a str) -> bool {
+        self.push_unchecked(key, value);
+        true
+    }
+}
+
+/// The one tracestate parser (SPEC §2): validates every member of every line and gives the
+/// members to keep to `sink`, in order, repeated keys left out. `Ok(false)` when the sink
+/// refused a member (parsing stopped there).
+fn parse_members<'a, I, S>(lines: I, limits: &Limits, sink: &mut S) -> Result<bool, TraceStateError>
+where
+    I: IntoIterator<Item = &'a str>,
+    S: MemberSink<'a>,
+{
+    let mut total = 0usize;
+    let mut count = 0usize;
+    for (i, line) in lines.into_iter().enumerate() {
+        total += line.len() + usize::from(i > 0);
+        if total > limits.tracestate_bytes {
+            return Err(TraceStateError::TooLong {
+                len: total,
+                limit: limits.tracestate_bytes,
+            });
+        }
+        sink.line(line);
+        for raw in split_byte(line, b',') {
+            let member = trim_ows(raw);
+            if member.is_empty() {
+                continue;
+            }
+            count += 1;
+            if count > limits.tracestate_members {
+                return Err(TraceStateError::TooManyMembers {
+                    limit: limits.tracestate_members,
+                });
+            }
+            let Some((key, value)) = split_once_byte(member, b'=') else {
+                return Err(TraceStateError::MissingEquals {
+                    member: member.to_owned(),
+                });
+            };
+            if !valid_key(key.as_bytes()) {
+                return Err(TraceStateError::InvalidKey {
+                    key: key.to_owned(),
+                });
+            }
+            if !valid_value(value.as_bytes()) {
+                return Err(TraceStateError::InvalidValue {
+                    value: value.to_owned(),
+                });
+            }
+            if !sink.contains(key) && !sink.push(key, value) {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// Most members extract keeps on the stack before it falls back to a [`TraceStateList`].
+const INLINE_MEMBERS: usize = 8;
+
+/// Members borrowed from the header lines, while every key is one opentelemetry accepts.
+pub(crate) struct InlineMembers<'a> {
+    members: [(&'a str, &'a str); INLINE_MEMBERS],
+    len: usize,
+    /// The only line seen so far, while its members follow each other separated by a bare `,`
+    /// (then the header lens sends is a slice of it).
+    line: Option<&'a str>,
+    /// Lines seen.
+    lines: usize,
+}
+
+impl<'a> InlineMembers<'a> {
+    fn new() -> Self {
+        InlineMembers {
+            members: [("", ""); INLINE_MEMBERS],
+            len: 0,
+            line: None,
+            lines: 0,
+        }
+    }
+
+    fn as_slice(&self) -> &[(&'a str, &'a str)] {
+        self.members.get(..self.len).unwrap_or_default()
+    }
+
+    /// The header lens sends for these members, when it is a slice of the one line.
+    fn joined(&self) -> Option<&'a str> {
+        let line = self.line?;
+        let (first, _) = self.as_slice().first()?;
+        let (_, last) = self.as_slice().last()?;
+        let start = (first.as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
+        let end = (last.as_ptr() as usize + last.len()).checked_sub(line.as_ptr() as usize)?;
+        line.get(start..end)
+    }
+}
+
+impl<'a> MemberSink<'a> for InlineMembers<'a> {
+    fn line(&mut self, line: &'a str) {
+        self.lines += 1;
+        self.line = (self.lines == 1).then_some(line);
+    }
+
+    fn contains(&self, key: &str) -> bool {
+        self.as_slice().iter().any(|(k, _)| *k == key)
+    }
+
+    fn push(&mut self, key: &'a str, value: &'a str) -> bool {
+        if !otel_accepts_key(key) {
+            return false;
+        }
+        if let Some((_, previous)) = self.as_slice().last() {
+            // Adjacent only when exactly one `,` lies between the previous value and this key.
+            if previous.as_ptr() as usize + previous.len() + 1 != key.as_ptr() as usize {
+                self.line = None;
+            }
+        }
+        match self.members.get_mut(self.len) {
+            Some(slot) => {
+                *slot = (key, value);
+                self.len += 1;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// The tracestate of a valid traceparent, as extract reads it (SPEC §2, §10).
+// Lives on the stack for one extract; boxing the inline members would cost the allocation
+// this type exists to avoid.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum ExtractedTraceState<'a> {
+    /// No tracestate, or an invalid one (the whole tracestate is dropped).
+    Empty,
+    /// Every member is one opentelemetry's `TraceState` holds (and there are at most 8): the
+    /// members, borrowed from the header lines. lens needs no copy of its own, though it may keep one (see
+    /// [`ExtractedTraceState::to_list`]) to spare inject from re-validating opentelemetry's.
+    Otel(InlineMembers<'a>),
+    /// opentelemetry's `TraceState` cannot hold every member: lens's own list.
+    List(TraceStateList),
+}
+
+impl ExtractedTraceState<'_> {
+    /// Parses the tracestate lines of a valid traceparent. The common case (every key one
+    /// opentelemetry accepts, at most 8 members) allocates nothing.
+    pub(crate) fn parse<'a>(lines: &[&'a str], limits: &Limits) -> ExtractedTraceState<'a> {
+        let mut inline = InlineMembers::new();
+        match parse_members(lines.iter().copied(), limits, &mut inline) {
+            Err(_) => ExtractedTraceState::Empty,
+            Ok(true) if inline.len == 0 => ExtractedTraceState::Empty,
+            Ok(true) => ExtractedTraceState::Otel(inline),
+            // A key opentelemetry rejects, or more than 8 members: the general path.
+            Ok(false) => match TraceStateList::parse(lines.iter().copied(), limits) {
+                Ok(list) if !list.is_empty() => ExtractedTraceState::List(list),
+                _ => ExtractedTraceState::Empty,
+            },
+        }
+    }
+
+    /// opentelemetry's `TraceState`: every member it can hold.
+    pub(crate) fn to_otel(&self) -> TraceState {
+        match self {
+            ExtractedTraceState::Empty => TraceState::NONE,
+            ExtractedTraceState::Otel(inline) => {
+                TraceState::from_key_value(inline.as_slice().iter().copied()).unwrap_or_default()
+            }
+            ExtractedTraceState::List(list) => list.to_otel(),
+        }
+    }
+
+    /// lens's list: `None` when empty.
+    pub(crate) fn into_list(self) -> Option<TraceStateList> {
+        match self {
+            ExtractedTraceState::Empty => None,
+            ExtractedTraceState::Otel(inline) => Some(match inline.joined() {
+                // Every key fits opentelemetry, none repeats.
+                Some(header) => TraceStateList {
+                    header: header.to_owned(),
+                    len: inline.len,
+                    fits_otel: true,
+                },
+                None => {
+                    let size: usize = inline
+                        .as_slice()
+                        .iter()
+                        .map(|(k, v)| k.len() + v.len() + 2)
+                        .sum();
+                    let mut list = TraceStateList::new();
+                    list.header.reserve(size.saturating_sub(1));
+                    for (k, v) in inline.as_slice() {
+                        list.push_unchecked(k, v);
+                    }
+                    list
+                }
+            }),
+            ExtractedTraceState::List(list) => Some(list),
+        }
+    }
+
+    /// Whether lens must keep its own list for opentelemetry's `TraceState` to lose nothing.
+    pub(crate) fn needs_list(&self) -> bool {
+        matches!(self, ExtractedTraceState::List(_))
+    }
+}
+
+/// The header lens sends for opentelemetry's `TraceState`, when it holds any valid member: the
+/// valid members (lens's grammar), first of each key, joined by `,`.
+pub(crate) fn header_from_otel(state: &TraceState) -> Option<String> {
+    // Common case: every member valid, no key repeated: the header is the members joined.
+    let mut size = 0usize;
+    let mut members = 0usize;
+    for (k, v) in state {
+        members += 1;
+        if members > Limits::DEFAULT.tracestate_members
+            || !valid_key(k.as_bytes())
+            || !valid_value(v.as_bytes())
+            || (members > 1
+                && state
+                    .into_iter()
+                    .take(members - 1)
+                    .any(|(prev, _)| prev == k))
+        {
+            let list = TraceStateList::from_otel(state);
+            return (!list.is_empty()).then_some(list.header);
+        }
+        size += k.len() + v.len() + 2;
+    }
+    if size == 0 {
+        return None;
+    }
+    let mut header = String::with_capacity(size - 1);
+    for (k, v) in state {
+        if !header.is_empty() {
+            header.push(',');
+        }
+        header.push_str(k);
+        header.push('=');
+        header.push_str(v);
+    }
+    Some(header)
 }
 
 impl Default for TraceStateList {
@@ -171,50 +456,7 @@ impl TraceStateList {
         I: IntoIterator<Item = &'a str>,
     {
         let mut list = TraceStateList::new();
-        let mut total = 0usize;
-        let mut count = 0usize;
-        for (i, line) in lines.into_iter().enumerate() {
-            total += line.len() + usize::from(i > 0);
-            if total > limits.tracestate_bytes {
-                return Err(TraceStateError::TooLong {
-                    len: total,
-                    limit: limits.tracestate_bytes,
-                });
-            }
-            if list.header.capacity() == 0 {
-                list.header.reserve(line.len());
-            }
-            for raw in split_byte(line, b',') {
-                let member = trim_ows(raw);
-                if member.is_empty() {
-                    continue;
-                }
-                count += 1;
-                if count > limits.tracestate_members {
-                    return Err(TraceStateError::TooManyMembers {
-                        limit: limits.tracestate_members,
-                    });
-                }
-                let Some((key, value)) = split_once_byte(member, b'=') else {
-                    return Err(TraceStateError::MissingEquals {
-                        member: member.to_owned(),
-                    });
-                };
-                if !valid_key(key.as_bytes()) {
-                    return Err(TraceStateError::InvalidKey {
-                        key: key.to_owned(),
-                    });
-                }
-                if !valid_value(value.as_bytes()) {
-                    return Err(TraceStateError::InvalidValue {
-                        value: value.to_owned(),
-                    });
-                }
-                if list.get(key).is_none() {
-                    list.push_unchecked(key, value);
-                }
-            }
-        }
+        parse_members(lines, limits, &mut list)?;
         Ok(list)
     }
 
