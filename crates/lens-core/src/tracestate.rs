@@ -317,6 +317,91 @@ impl<'a> MemberSink<'a> for InlineMembers<'a> {
     }
 }
 
+#[inline]
+fn is_ows(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// [`parse_members`] in one pass per line, for extract: the same members accepted, the same
+/// input rejected (`Err(())` where `parse_members` gives an error).
+fn scan_members<'a>(
+    lines: &[&'a str],
+    limits: &Limits,
+    sink: &mut InlineMembers<'a>,
+) -> Result<bool, ()> {
+    let mut total = 0usize;
+    let mut count = 0usize;
+    for (i, &line) in lines.iter().enumerate() {
+        total += line.len() + usize::from(i > 0);
+        if total > limits.tracestate_bytes {
+            return Err(());
+        }
+        sink.line(line);
+        let bytes = line.as_bytes();
+        let mut pos = 0;
+        while pos <= bytes.len() {
+            while bytes.get(pos).is_some_and(|&b| is_ows(b)) {
+                pos += 1;
+            }
+            match bytes.get(pos) {
+                // An empty member.
+                None => break,
+                Some(b',') => {
+                    pos += 1;
+                    continue;
+                }
+                Some(_) => {}
+            }
+            count += 1;
+            if count > limits.tracestate_members {
+                return Err(());
+            }
+            let key_start = pos;
+            if bytes.get(pos).is_none_or(|&b| class(b) & KEY_START == 0) {
+                return Err(());
+            }
+            pos += 1;
+            while bytes.get(pos).is_some_and(|&b| class(b) & KEY_CHAR != 0) {
+                pos += 1;
+            }
+            if bytes.get(pos) != Some(&b'=') || pos - key_start > MAX_KEY_LEN {
+                return Err(());
+            }
+            let key_end = pos;
+            pos += 1;
+            let value_start = pos;
+            while bytes.get(pos).is_some_and(|&b| class(b) & VALUE_CHAR != 0) {
+                pos += 1;
+            }
+            // Spaces belong to the value, except those that end the member.
+            let mut value_end = pos;
+            while value_end > value_start && bytes.get(value_end - 1) == Some(&b' ') {
+                value_end -= 1;
+            }
+            while bytes.get(pos).is_some_and(|&b| is_ows(b)) {
+                pos += 1;
+            }
+            match bytes.get(pos) {
+                None | Some(b',') => pos += 1,
+                Some(_) => return Err(()),
+            }
+            if value_end == value_start || value_end - value_start > MAX_VALUE_LEN {
+                return Err(());
+            }
+            let (Some(key), Some(value)) = (
+                line.get(key_start..key_end),
+                line.get(value_start..value_end),
+            ) else {
+                return Err(());
+            };
+            if !sink.contains(key) && !sink.push(key, value) {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}
+
 /// The tracestate of a valid traceparent, as extract reads it (SPEC §2, §10).
 // Lives on the stack for one extract; boxing the inline members would cost the allocation
 // this type exists to avoid.
@@ -337,7 +422,7 @@ impl ExtractedTraceState<'_> {
     /// opentelemetry accepts, at most 8 members) allocates nothing.
     pub(crate) fn parse<'a>(lines: &[&'a str], limits: &Limits) -> ExtractedTraceState<'a> {
         let mut inline = InlineMembers::new();
-        match parse_members(lines.iter().copied(), limits, &mut inline) {
+        match scan_members(lines, limits, &mut inline) {
             Err(_) => ExtractedTraceState::Empty,
             Ok(true) if inline.len == 0 => ExtractedTraceState::Empty,
             Ok(true) => ExtractedTraceState::Otel(inline),
