@@ -1,5 +1,6 @@
-//! `cargo bench -p lens-axum --bench http`: hello-world axum on loopback under a load generator
-//! in the same process (fixed request count, several connections).
+//! `cargo bench -p lens-bench-http --bench http` (in `cargo xtask bench http`): a hello-world
+//! axum handler on loopback under a load generator in the same process (fixed request count,
+//! several connections).
 //!
 //! * `server/*`: bare axum, axum + `LensLayer`, axum + axum-tracing-opentelemetry's layer
 //!   (with tracing-opentelemetry); every request sampled, batch span processor into a discarding
