@@ -1,7 +1,7 @@
 //! JSON encoding (Python `json.dumps`, SPEC.md §6) and strict, bounded decoding (SPEC.md §4, §8)
 //! of the carrier.
 
-use super::CarrierError;
+use super::{CarrierError, Lines};
 use crate::Limits;
 use std::collections::HashMap;
 
@@ -12,12 +12,12 @@ use std::collections::HashMap;
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Appends `{"k": "v", "k2": ["a", "b"]}` exactly as Python's `json.dumps` (ensure_ascii) would.
-pub(super) fn write_carrier(entries: &[(String, Vec<String>)], out: &mut Vec<u8>) {
+pub(super) fn write_carrier(entries: &[(String, Lines)], out: &mut Vec<u8>) {
     // Exact when nothing needs escaping; escapes only grow the Vec further.
     let mut estimate = 2;
     for (k, lines) in entries {
         estimate += k.len() + 6;
-        for line in lines {
+        for line in lines.as_slice() {
             estimate += line.len() + 4;
         }
     }
@@ -35,7 +35,8 @@ pub(super) fn write_carrier(entries: &[(String, Vec<String>)], out: &mut Vec<u8>
         first = false;
         write_string(key, out);
         out.extend_from_slice(b": ");
-        if let [line] = lines.as_slice() {
+        let lines = lines.as_slice();
+        if let [line] = lines {
             write_string(line, out);
         } else {
             out.push(b'[');
@@ -122,7 +123,7 @@ const INDEX_FROM: usize = 16;
 pub(super) fn parse_carrier(
     bytes: &[u8],
     limits: &Limits,
-) -> Result<Vec<(String, Vec<String>)>, CarrierError> {
+) -> Result<Vec<(String, Lines)>, CarrierError> {
     if bytes.len() > limits.carrier_bytes {
         return Err(CarrierError::TooLarge {
             len: bytes.len(),
@@ -163,7 +164,7 @@ pub(super) fn parse_carrier(
 /// The value of one top-level key while parsing.
 enum Slot {
     /// Lines of a string or an array of strings (possibly none).
-    Lines(Vec<String>),
+    Lines(Lines),
     /// A value of another type: the key is ignored, but keeps its position for a later duplicate.
     Ignored,
 }
@@ -209,7 +210,7 @@ impl Parser<'_> {
     }
 
     /// Parses the top-level object (level 1), the cursor on its `{`.
-    fn top_object(&mut self) -> Result<Vec<(String, Vec<String>)>, CarrierError> {
+    fn top_object(&mut self) -> Result<Vec<(String, Lines)>, CarrierError> {
         if self.depth_limit < 1 {
             return Err(self.too_deep());
         }
@@ -282,7 +283,7 @@ impl Parser<'_> {
             Some(b'"') => {
                 let mut s = String::new();
                 self.string(Some(&mut s))?;
-                Ok(Slot::Lines(vec![s]))
+                Ok(Slot::Lines(Lines::One(s)))
             }
             Some(b'[') => {
                 if self.depth_limit < 2 {
@@ -293,7 +294,7 @@ impl Parser<'_> {
                 self.skip_ws();
                 if self.peek() == Some(b']') {
                     self.pos += 1;
-                    return Ok(Slot::Lines(Vec::new()));
+                    return Ok(Slot::Lines(Lines::Many(Vec::new())));
                 }
                 loop {
                     self.skip_ws();
@@ -319,7 +320,7 @@ impl Parser<'_> {
                         _ => return Err(self.err("expected ',' or ']' in an array")),
                     }
                 }
-                Ok(lines.map_or(Slot::Ignored, Slot::Lines))
+                Ok(lines.map_or(Slot::Ignored, |l| Slot::Lines(Lines::from_vec(l))))
             }
             _ => {
                 self.skip_value(1)?;

@@ -113,8 +113,58 @@ impl CarrierError {
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Carrier {
-    entries: Vec<(String, Vec<String>)>,
+    entries: Vec<(String, Lines)>,
 }
+
+/// The lines of one key: one line (the common case) without a `Vec` of its own.
+#[derive(Clone, Debug)]
+pub(crate) enum Lines {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Lines {
+    pub(crate) fn as_slice(&self) -> &[String] {
+        match self {
+            Lines::One(line) => std::slice::from_ref(line),
+            Lines::Many(lines) => lines,
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.as_slice().is_empty()
+    }
+
+    fn push(&mut self, line: String) {
+        match self {
+            Lines::One(first) => {
+                let first = std::mem::take(first);
+                *self = Lines::Many(vec![first, line]);
+            }
+            Lines::Many(lines) => lines.push(line),
+        }
+    }
+
+    /// Several lines as stored: one line needs no `Vec`.
+    pub(crate) fn from_vec(mut lines: Vec<String>) -> Self {
+        match lines.pop() {
+            Some(line) if lines.is_empty() => Lines::One(line),
+            Some(line) => {
+                lines.push(line);
+                Lines::Many(lines)
+            }
+            None => Lines::Many(lines),
+        }
+    }
+}
+
+impl PartialEq for Lines {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Lines {}
 
 impl Carrier {
     /// An empty carrier.
@@ -140,7 +190,7 @@ impl Carrier {
         self.entries
             .iter()
             .find(|(k, _)| k == key)
-            .and_then(|(_, lines)| lines.first())
+            .and_then(|(_, lines)| lines.as_slice().first())
             .map(String::as_str)
     }
 
@@ -159,12 +209,8 @@ impl Carrier {
         let key = key.into();
         let value = value.into();
         match self.position(&key) {
-            Some(i) => {
-                let lines = &mut self.entries[i].1;
-                lines.clear();
-                lines.push(value);
-            }
-            None => self.entries.push((key, vec![value])),
+            Some(i) => self.entries[i].1 = Lines::One(value),
+            None => self.entries.push((key, Lines::One(value))),
         }
     }
 
@@ -174,13 +220,16 @@ impl Carrier {
         let value = value.into();
         match self.position(&key) {
             Some(i) => self.entries[i].1.push(value),
-            None => self.entries.push((key, vec![value])),
+            None => self.entries.push((key, Lines::One(value))),
         }
     }
 
     /// Removes `key`, returning its lines.
     pub fn remove(&mut self, key: &str) -> Option<Vec<String>> {
-        self.position(key).map(|i| self.entries.remove(i).1)
+        self.position(key).map(|i| match self.entries.remove(i).1 {
+            Lines::One(line) => vec![line],
+            Lines::Many(lines) => lines,
+        })
     }
 
     /// The keys and their lines, in order.
@@ -239,12 +288,8 @@ impl Injector for Carrier {
     /// Same as [`Carrier::insert`].
     fn set(&mut self, key: &str, value: String) {
         match self.position(key) {
-            Some(i) => {
-                let lines = &mut self.entries[i].1;
-                lines.clear();
-                lines.push(value);
-            }
-            None => self.entries.push((key.to_owned(), vec![value])),
+            Some(i) => self.entries[i].1 = Lines::One(value),
+            None => self.entries.push((key.to_owned(), Lines::One(value))),
         }
     }
 

@@ -6,7 +6,7 @@
 //! strings is ignored (not an error), an empty array is the same as no key, and a repeated key
 //! takes its last value at its first position.
 
-use super::Carrier;
+use super::{Carrier, Lines as Stored};
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use std::fmt;
@@ -33,7 +33,7 @@ impl Serialize for Carrier {
         let mut map = serializer.serialize_map(Some(count))?;
         for (key, lines) in &self.entries {
             if !lines.is_empty() {
-                map.serialize_entry(key, &Lines(lines))?;
+                map.serialize_entry(key, &Lines(lines.as_slice()))?;
             }
         }
         map.end()
@@ -184,7 +184,11 @@ impl<'de> Visitor<'de> for CarrierVisitor {
         }
         let entries = slots
             .into_iter()
-            .filter_map(|(k, lines)| lines.filter(|l| !l.is_empty()).map(|l| (k, l)))
+            .filter_map(|(k, lines)| {
+                lines
+                    .filter(|l| !l.is_empty())
+                    .map(|l| (k, Stored::from_vec(l)))
+            })
             .collect();
         Ok(Carrier { entries })
     }
