@@ -10,6 +10,7 @@
 mod fuzz;
 mod gpu;
 mod interop;
+mod soak;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,7 @@ commands:
   gpu-test  build and run the NCCL GPU tests (exits 0 having run nothing without a GPU)
   gpu-bench measure the added latency of a context frame on a 1 MiB NCCL self send/recv
   fuzz     run every cargo-fuzz target for a while (cargo xtask fuzz --seconds N)
+  soak     load and fault checks of the HTTP chain (cargo xtask soak --seconds N --concurrency C)
   help     print this text
 
 `cargo xtask <COMMAND> --help` describes a command.";
@@ -66,6 +68,7 @@ fn main() -> ExitCode {
         "gpu-test" => gpu::gpu_test(rest),
         "gpu-bench" => gpu::gpu_bench(rest),
         "fuzz" => fuzz::fuzz(rest),
+        "soak" => soak::soak(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(())
