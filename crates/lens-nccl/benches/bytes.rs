@@ -11,29 +11,24 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use lens_core::LensContextExt;
 use lens_nccl::{FrameCodec, extract_nccl_context, serialize_context_from};
+use lens_testkit::fixtures;
 use opentelemetry::Context;
 use opentelemetry::KeyValue;
 use opentelemetry::baggage::{Baggage, BaggageExt};
 use opentelemetry::propagation::{TextMapCompositePropagator, TextMapPropagator};
-use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+use opentelemetry::trace::TraceContextExt;
 use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
 
 fn payload_context() -> Context {
-    let sc = SpanContext::new(
-        TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
-        SpanId::from_hex("00f067aa0ba902b7").unwrap(),
-        TraceFlags::SAMPLED,
+    fixtures::w3c_context(
         false,
-        TraceState::NONE,
-    );
-    Context::new()
-        .with_remote_span_context(sc)
-        .with_baggage_entry("user.id", "alice")
-        .unwrap()
-        .with_baggage_entry("job.name", "pretrain llama")
-        .unwrap()
-        .with_baggage_entry("rank", "3")
-        .unwrap()
+        &[],
+        &[
+            ("user.id", "alice"),
+            ("job.name", "pretrain llama"),
+            ("rank", "3"),
+        ],
+    )
 }
 
 fn stock() -> TextMapCompositePropagator {

@@ -11,10 +11,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use lens_core::LensContextExt;
 use lens_nccl::nccl::{self, ContextTransport, cudarc::nccl::group_end, cudarc::nccl::group_start};
-use opentelemetry::Context;
-use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+use lens_testkit::fixtures;
 
 fn bench(c: &mut Criterion) {
     if let Err(e) = nccl::available() {
@@ -26,17 +24,7 @@ fn bench(c: &mut Criterion) {
     let stream = comm.stream();
     let send = stream.clone_htod(&vec![7u8; len]).unwrap();
     let mut recv = stream.alloc_zeros::<u8>(len).unwrap();
-    let sc = SpanContext::new(
-        TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
-        SpanId::from_hex("00f067aa0ba902b7").unwrap(),
-        TraceFlags::SAMPLED,
-        false,
-        TraceState::NONE,
-    );
-    let cx = Context::new()
-        .with_remote_span_context(sc)
-        .with_baggage_entry("job.name", "pretrain llama")
-        .unwrap();
+    let cx = fixtures::w3c_context(false, &[], &[("job.name", "pretrain llama")]);
     let mut transport = ContextTransport::new(&comm).unwrap();
 
     let mut g = c.benchmark_group("nccl_gpu_1MiB_self");

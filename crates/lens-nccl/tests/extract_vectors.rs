@@ -58,16 +58,7 @@ const DIFFERS_FROM_PYTHON: &[(&str, &[&str])] = &[
 
 #[test]
 fn differing_cases_are_the_listed_ones() {
-    let found: Vec<(String, Vec<String>)> = cases_of("extract_nccl_bytes")
-        .into_iter()
-        .filter(|c| c.differs_from_python())
-        .map(|c| (c.id.clone(), c.spec_rows()))
-        .collect();
-    let listed: Vec<(String, Vec<String>)> = DIFFERS_FROM_PYTHON
-        .iter()
-        .map(|(id, rows)| (id.to_string(), rows.iter().map(|r| r.to_string()).collect()))
-        .collect();
-    assert_eq!(found, listed);
+    common::assert_differs_listed(&cases_of("extract_nccl_bytes"), DIFFERS_FROM_PYTHON);
 }
 
 /// Cases with an empty array value, which the carrier holds as no key at all (SPEC.md §4; the

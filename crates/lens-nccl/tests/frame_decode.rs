@@ -4,35 +4,16 @@
 
 use lens_core::LensContextExt;
 use lens_nccl::{FRAME_HEADER_LEN, FrameCodec, FrameDecodeError};
+use lens_testkit::fixtures;
 use opentelemetry::Context;
-use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+use opentelemetry::trace::TraceContextExt;
 
 fn sent() -> Context {
-    let sc = SpanContext::new(
-        TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
-        SpanId::from_hex("00f067aa0ba902b7").unwrap(),
-        TraceFlags::SAMPLED,
-        false,
-        TraceState::from_key_value([("congo", "t61rcWkgMzE")]).unwrap(),
-    );
-    Context::new()
-        .with_remote_span_context(sc)
-        .with_baggage_entry("user", "alice")
-        .unwrap()
+    fixtures::w3c_context(false, &[("congo", "t61rcWkgMzE")], &[("user", "alice")])
 }
 
 fn caller() -> Context {
-    let sc = SpanContext::new(
-        TraceId::from_hex("0af7651916cd43dd8448eb211c80319c").unwrap(),
-        SpanId::from_hex("b7ad6b7169203331").unwrap(),
-        TraceFlags::SAMPLED,
-        false,
-        TraceState::NONE,
-    );
-    Context::new()
-        .with_remote_span_context(sc)
-        .with_baggage_entry("caller", "yes")
-        .unwrap()
+    fixtures::caller_context()
 }
 
 fn is_caller(cx: &Context) -> bool {

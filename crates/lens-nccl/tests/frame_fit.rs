@@ -7,20 +7,14 @@ use lens_nccl::{
     DEFAULT_FRAME_CAPACITY, FRAME_HEADER_LEN, FRAME_MAGIC, FrameCodec, FrameError,
     serialize_context_from,
 };
+use lens_testkit::fixtures;
 use opentelemetry::Context;
-use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+use opentelemetry::trace::TraceContextExt;
 
 const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
 fn span_cx(tracestate: &[(&str, &str)]) -> Context {
-    let sc = SpanContext::new(
-        TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
-        SpanId::from_hex("00f067aa0ba902b7").unwrap(),
-        TraceFlags::SAMPLED,
-        false,
-        TraceState::from_key_value(tracestate.iter().copied()).unwrap(),
-    );
-    Context::new().with_remote_span_context(sc)
+    fixtures::w3c_context(false, tracestate, &[])
 }
 
 fn with_baggage(mut cx: Context, n: usize, value_len: usize) -> Context {

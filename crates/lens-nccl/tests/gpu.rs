@@ -14,23 +14,15 @@ use std::process::ExitCode;
 
 use lens_core::LensContextExt;
 use lens_nccl::nccl::{self, ContextTransport, NcclError};
+use lens_testkit::fixtures;
 use opentelemetry::Context;
-use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+use opentelemetry::trace::TraceContextExt;
 
 fn context(span: &str, stage: &str) -> Context {
-    let sc = SpanContext::new(
-        TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
-        SpanId::from_hex(span).unwrap(),
-        TraceFlags::SAMPLED,
-        false,
-        TraceState::from_key_value([("congo", "t61rcWkgMzE")]).unwrap(),
-    );
-    Context::new()
-        .with_remote_span_context(sc)
-        .with_baggage_entry("job.name", "pretrain llama")
-        .unwrap()
-        .with_baggage_entry("stage", stage)
-        .unwrap()
+    fixtures::context(
+        fixtures::span_context(fixtures::TRACE_ID, span, false, &[("congo", "t61rcWkgMzE")]),
+        &[("job.name", "pretrain llama"), ("stage", stage)],
+    )
 }
 
 fn check_received(what: &str, got: &Context, sent: &Context) -> Result<(), String> {

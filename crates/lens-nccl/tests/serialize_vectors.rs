@@ -41,17 +41,7 @@ const DIFFERS_FROM_PYTHON: &[(&str, &[&str])] = &[
 
 #[test]
 fn differing_cases_are_the_listed_ones() {
-    let mut found = Vec::new();
-    for case in cases_of("serialize_context") {
-        if case.differs_from_python() {
-            found.push((case.id.clone(), case.spec_rows()));
-        }
-    }
-    let listed: Vec<(String, Vec<String>)> = DIFFERS_FROM_PYTHON
-        .iter()
-        .map(|(id, rows)| (id.to_string(), rows.iter().map(|r| r.to_string()).collect()))
-        .collect();
-    assert_eq!(found, listed);
+    common::assert_differs_listed(&cases_of("serialize_context"), DIFFERS_FROM_PYTHON);
 }
 
 #[test]

@@ -1,0 +1,44 @@
+//! Test support shared by the lens crates' tests, benches and harnesses: **never a dependency of a
+//! library**. Use it as a `[dev-dependencies]` entry (`lens-testkit = { path = "../lens-testkit" }`)
+//! or from a `publish = false` test harness such as lens-interop.
+//!
+//! ```
+//! use lens_testkit::{cases_of, check_context, describe, fixtures};
+//!
+//! // The recorded NeMo Lens vectors (`../shared/vectors/`, required: a missing file panics).
+//! for case in cases_of("extract_valid") {
+//!     let carrier = lens_core::Carrier::from_json_bytes(&case.input_bytes()).unwrap();
+//!     let cx = lens_core::extract_context(&carrier);
+//!     // Compares the Context with the vectors' context description (`ctx`).
+//!     check_context(&case.id, &cx, &case.lens()["extract"]["context"]);
+//! }
+//!
+//! // The W3C example span context, sampled, with baggage.
+//! let cx = fixtures::w3c_context(true, &[], &[("rank", "3")]);
+//! assert_eq!(describe(&cx).baggage, [("rank".to_owned(), "3".to_owned())]);
+//! ```
+//!
+//! - [`vectors`]: loading the two vector files as [`Case`]s, base64, SPEC.md §9 lists.
+//! - [`describe()`](describe::describe): a Context as a [`ContextDescription`], and
+//!   [`check_context`] / [`check_extract`] against the vectors' descriptions.
+//! - [`active_context`]: the Context a case's `input.active` describes (with real SDK spans).
+//! - [`fixtures`]: the span contexts and baggage the tests and benches use again and again.
+//!
+//! lens-core's own integration tests use it too (a dev-dependency cycle: Cargo links one copy of
+//! lens-core into an integration test, so the types agree). lens-core's unit tests in `src/`
+//! cannot: they are a second copy of lens-core.
+#![forbid(unsafe_code)]
+// Test support: every check is an assertion, and a failed one must fail the calling test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+pub mod active;
+pub mod describe;
+pub mod fixtures;
+pub mod vectors;
+
+pub use active::active_context;
+pub use describe::{
+    ContextDescription, SpanDescription, assert_reserialized, assert_same_context, check_context,
+    check_extract, describe,
+};
+pub use vectors::{Case, b64, cases, cases_of, pairs};
