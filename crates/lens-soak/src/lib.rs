@@ -36,6 +36,11 @@ pub use rss::resident_bytes;
 pub use soak::{SoakOptions, SoakReport, run_soak};
 pub use tally::{SPANS_PER_REQUEST, SpanTally, TallyCounts};
 
+/// The README's example, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 /// A run's nonce: the high half of its trace ids (never zero, so that no trace id is all zeros).
 fn nonce() -> u64 {
     use std::hash::{BuildHasher, RandomState};
