@@ -9,51 +9,11 @@
 //! `=` inside properties are not significant, as the case's note says).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use base64::Engine as _;
 use lens_core::Limits;
 use lens_core::baggage::BaggageList;
+use lens_testkit::describe::{PROPERTY_WHITESPACE_CASES, without_property_whitespace};
+use lens_testkit::{cases, pairs};
 use serde_json::Value;
-
-const PUBLIC: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/vectors/nemo-lens-public.json"
-);
-const EXPECTED: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/vectors/lens-expected-public.json"
-);
-
-/// Cases whose header is compared after removing spaces and tabs inside the properties.
-const PROPERTY_WHITESPACE_CASES: &[&str] = &["ext-baggage-016"];
-
-fn load(path: &str) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("vector file {path} is missing or unreadable: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("vector file {path} is not JSON: {e}"))
-}
-
-/// (id, recorded case, expected case), in file order.
-fn cases() -> Vec<(String, Value, Value)> {
-    let public = load(PUBLIC);
-    let expected = load(EXPECTED);
-    let public = public["cases"].as_array().expect("public cases");
-    let expected = expected["cases"].as_array().expect("expected cases");
-    assert_eq!(
-        public.len(),
-        expected.len(),
-        "the two vector files differ in length"
-    );
-    assert!(!public.is_empty(), "no cases in the vector files");
-    public
-        .iter()
-        .zip(expected)
-        .map(|(p, e)| {
-            let id = p["id"].as_str().expect("id").to_owned();
-            assert_eq!(e["id"].as_str(), Some(id.as_str()), "case order differs");
-            (id, p.clone(), e.clone())
-        })
-        .collect()
-}
 
 /// The baggage lines of a JSON carrier value: a string is one line, an array of strings is
 /// several; anything else is no baggage input.
@@ -84,37 +44,11 @@ fn pairs_of(list: &BaggageList) -> Vec<(String, String)> {
         .collect()
 }
 
-fn expected_pairs(context: &Value) -> Vec<(String, String)> {
-    context["baggage_pairs"]
-        .as_array()
-        .expect("baggage_pairs")
-        .iter()
-        .map(|pair| {
-            (
-                pair[0].as_str().expect("key").to_owned(),
-                pair[1].as_str().expect("value").to_owned(),
-            )
-        })
-        .collect()
-}
-
-/// Removes spaces and tabs after the first `;` of each member.
-fn without_property_whitespace(header: &str) -> String {
-    header
-        .split(',')
-        .map(|member| match member.split_once(';') {
-            Some((head, props)) => format!("{head};{}", props.replace([' ', '\t'], "")),
-            None => member.to_owned(),
-        })
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 fn check_extract(id: &str, lines: &[String], extract: &Value) {
     let list = BaggageList::parse(lines.iter().map(String::as_str), &Limits::default(), false);
     assert_eq!(
         pairs_of(&list),
-        expected_pairs(&extract["context"]),
+        pairs(&extract["context"]["baggage_pairs"]),
         "{id}: baggage pairs"
     );
     let expected_header =
@@ -133,7 +67,8 @@ fn check_extract(id: &str, lines: &[String], extract: &Value) {
 #[test]
 fn extract_cases_with_baggage() {
     let mut checked = 0;
-    for (id, public, expected) in cases() {
+    for case in cases() {
+        let (id, public, expected) = (&case.id, &case.public, &case.expected);
         let Some(extract) = expected["lens_expected"].get("extract") else {
             continue;
         };
@@ -147,7 +82,7 @@ fn extract_cases_with_baggage() {
         else {
             continue;
         };
-        check_extract(&id, &lines, extract);
+        check_extract(id, &lines, extract);
         checked += 1;
     }
     println!("baggage extract vectors checked: {checked}");
@@ -162,7 +97,8 @@ fn extract_cases_with_baggage() {
 #[test]
 fn current_context_cases_with_baggage() {
     let mut checked = 0;
-    for (id, public, expected) in cases() {
+    for case in cases() {
+        let (id, public) = (&case.id, &case.public);
         if public["group"] != "current_context" || public["input"]["function"] != "extract_context"
         {
             continue;
@@ -177,7 +113,7 @@ fn current_context_cases_with_baggage() {
         let list = BaggageList::parse(lines.iter().map(String::as_str), &Limits::default(), false);
         assert_eq!(
             pairs_of(&list),
-            expected_pairs(&expected["lens_expected"]["context"]),
+            pairs(&case.lens()["context"]["baggage_pairs"]),
             "{id}: baggage pairs"
         );
         checked += 1;
@@ -190,7 +126,8 @@ fn current_context_cases_with_baggage() {
 #[test]
 fn roundtrip_of_python_bytes() {
     let mut checked = 0;
-    for (id, public, expected) in cases() {
+    for case in cases() {
+        let (id, public, expected) = (&case.id, &case.public, &case.expected);
         let Some(extract) = expected["lens_expected"].get("roundtrip_extract_nccl_context") else {
             continue;
         };
@@ -198,15 +135,13 @@ fn roundtrip_of_python_bytes() {
             continue;
         }
         let b64 = public["expected"]["bytes_b64"].as_str().expect("bytes_b64");
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(b64)
-            .expect("base64");
+        let bytes = lens_testkit::b64(b64);
         let carrier: Value = serde_json::from_slice(&bytes).expect("recorded bytes are JSON");
         let lines = carrier
             .get("baggage")
             .and_then(baggage_lines)
             .unwrap_or_default();
-        check_extract(&id, &lines, extract);
+        check_extract(id, &lines, extract);
         checked += 1;
     }
     println!("baggage round-trip vectors checked: {checked}");
@@ -219,7 +154,8 @@ fn roundtrip_of_python_bytes() {
 fn set_through_the_api() {
     let limits = Limits::default();
     let mut checked = 0;
-    for (id, public, expected) in cases() {
+    for case in cases() {
+        let (id, public, expected) = (&case.id, &case.public, &case.expected);
         if !matches!(
             public["group"].as_str(),
             Some("serialize_context" | "inject_context")

@@ -1,13 +1,8 @@
 //! The JSON carrier against the reference vectors (`shared/vectors`, see its README.md).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use lens_core::carrier::Carrier;
-use serde_json::Value;
-use std::collections::HashMap;
-
-const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/vectors/");
+use lens_testkit::{b64, cases};
 
 /// Cases whose `lens_expected.deserialize_context.json` shows a key the carrier leaves out,
 /// because it means the same as no key (the vectors' README says so in the case's note).
@@ -16,47 +11,16 @@ const SAME_AS_ABSENT: &[(&str, &str)] = &[(
     "an empty array holds no line: same as no key (SPEC §4)",
 )];
 
-fn load(name: &str) -> Value {
-    let path = format!("{VECTORS}{name}");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "reference vectors missing: cannot read {path}: {e} (they must be present, not skipped)"
-        )
-    });
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} is not JSON: {e}"))
-}
-
-fn cases(doc: &Value) -> &Vec<Value> {
-    doc["cases"].as_array().expect("`cases` array")
-}
-
-/// Input bytes of every case of the recorded reference file, by id.
-fn inputs() -> HashMap<String, Vec<u8>> {
-    let reference = load("nemo-lens-public.json");
-    cases(&reference)
-        .iter()
-        .filter_map(|case| {
-            let b64 = case["input"]["bytes_b64"].as_str()?;
-            let bytes = STANDARD.decode(b64).expect("input.bytes_b64 is base64");
-            Some((case["id"].as_str().expect("id").to_owned(), bytes))
-        })
-        .collect()
-}
-
 #[test]
 fn deserialize_context_cases_match_lens_expectations() {
-    let inputs = inputs();
-    let expected = load("lens-expected-public.json");
     let (mut rejected, mut accepted, mut pairs_checked) = (0, 0, 0);
-    for case in cases(&expected) {
-        let id = case["id"].as_str().expect("id");
-        let Some(want) = case["lens_expected"].get("deserialize_context") else {
+    for case in cases() {
+        let id = case.id.as_str();
+        let Some(want) = case.lens().get("deserialize_context") else {
             continue;
         };
-        let bytes = inputs
-            .get(id)
-            .unwrap_or_else(|| panic!("{id}: no input.bytes_b64 in nemo-lens-public.json"));
-        let got = Carrier::from_json_bytes(bytes);
+        let bytes = case.input_bytes();
+        let got = Carrier::from_json_bytes(&bytes);
         match want["outcome"].as_str() {
             Some("none") => {
                 assert!(got.is_err(), "{id}: expected rejection, got {got:?}");
@@ -103,19 +67,20 @@ fn deserialize_context_cases_match_lens_expectations() {
 
 #[test]
 fn serialize_context_bytes_round_trip() {
-    let expected = load("lens-expected-public.json");
     let mut checked = 0;
-    for case in cases(&expected) {
-        if case["group"] != "serialize_context" {
+    for case in cases() {
+        if case.group != "serialize_context" {
             continue;
         }
-        let id = case["id"].as_str().expect("id");
-        let want = &case["lens_expected"];
+        let id = case.id.as_str();
+        let want = case.lens();
         let utf8 = want["bytes_utf8"].as_str().expect("bytes_utf8");
-        let b64 = STANDARD
-            .decode(want["bytes_b64"].as_str().expect("bytes_b64"))
-            .unwrap();
-        assert_eq!(utf8.as_bytes(), b64, "{id}: bytes_utf8 and bytes_b64 agree");
+        let decoded = b64(want["bytes_b64"].as_str().expect("bytes_b64"));
+        assert_eq!(
+            utf8.as_bytes(),
+            decoded,
+            "{id}: bytes_utf8 and bytes_b64 agree"
+        );
         let carrier = Carrier::from_json_bytes(utf8.as_bytes())
             .unwrap_or_else(|e| panic!("{id}: serialized bytes rejected: {e}"));
         assert_eq!(carrier.to_json_bytes(), utf8.as_bytes(), "{id}: round trip");
@@ -141,16 +106,13 @@ fn serialize_context_bytes_round_trip() {
 #[test]
 fn recorded_python_serialize_bytes_decode() {
     // The bytes Python sent (which may differ from lens's, SPEC §9) are all accepted.
-    let reference = load("nemo-lens-public.json");
     let mut checked = 0;
-    for case in cases(&reference) {
-        if case["group"] != "serialize_context" {
+    for case in cases() {
+        if case.group != "serialize_context" {
             continue;
         }
-        let id = case["id"].as_str().expect("id");
-        let bytes = STANDARD
-            .decode(case["expected"]["bytes_b64"].as_str().expect("bytes_b64"))
-            .unwrap();
+        let id = case.id.as_str();
+        let bytes = b64(case.python()["bytes_b64"].as_str().expect("bytes_b64"));
         let carrier = Carrier::from_json_bytes(&bytes)
             .unwrap_or_else(|e| panic!("{id}: Python's bytes rejected: {e}"));
         assert_eq!(
