@@ -6,9 +6,9 @@
 
 mod common;
 
-use base64::Engine;
-use common::{run_ranks, vectors};
+use common::run_ranks;
 use lens_dist::{Collective, DistError, broadcast_trace_context};
+use lens_testkit::cases_of;
 
 /// Rank 2 plays a foreign source: it sends `len`, then `bytes` when given.
 fn foreign_source(
@@ -32,23 +32,12 @@ fn foreign_source(
 
 #[test]
 fn received_bytes_follow_the_carrier_rules() {
-    let public = vectors("nemo-lens-public.json");
-    let expected = vectors("lens-expected-public.json");
     let mut rejected = 0;
     let mut accepted = 0;
-    for (case, lens) in public["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .zip(expected["cases"].as_array().unwrap())
-    {
-        if case["group"] != "extract_nccl_bytes" {
-            continue;
-        }
-        let id = case["id"].as_str().unwrap();
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(case["input"]["bytes_b64"].as_str().unwrap())
-            .unwrap();
+    for case in cases_of("extract_nccl_bytes") {
+        let id = case.id.as_str();
+        let lens = &case.expected;
+        let bytes = case.input_bytes();
         if bytes.is_empty() {
             continue; // length 0 is "no context", covered by broadcast_no_context
         }

@@ -6,40 +6,30 @@
 
 mod common;
 
-use base64::Engine;
-use common::{Call, Recording, run_ranks, vectors};
+use common::{Call, Recording, run_ranks};
 use lens_core::{Carrier, extract_context};
 use lens_dist::{Collective, broadcast_trace_context};
+use lens_testkit::cases;
+use lens_testkit::vectors::is_carrier_extract_group;
 
 #[test]
 fn every_rank_receives_the_reference_bytes() {
-    let public = vectors("nemo-lens-public.json");
-    let expected = vectors("lens-expected-public.json");
     let mut checked = 0;
-    for (case, lens) in public["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .zip(expected["cases"].as_array().unwrap())
-    {
-        assert_eq!(case["id"], lens["id"]);
-        let group = case["group"].as_str().unwrap();
-        if !group.starts_with("extract_") || group == "extract_nccl_bytes" {
+    for case in cases() {
+        if !is_carrier_extract_group(&case.group) {
             continue;
         }
-        let extract = &lens["lens_expected"]["extract"];
+        let extract = &case.lens()["extract"];
         if extract["outcome"] != "context" {
             continue;
         }
-        let id = case["id"].as_str().unwrap();
+        let id = case.id.as_str();
         // vectors/README.md: "whitespace inside properties, which is not significant
         // (ext-baggage-016)": lens-core trims it, the reference string keeps it.
         if id == "ext-baggage-016" {
             continue;
         }
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(case["input"]["bytes_b64"].as_str().unwrap())
-            .unwrap();
+        let bytes = case.input_bytes();
         let reserialized = extract["reserialized"]
             .as_str()
             .unwrap()

@@ -3,22 +3,12 @@
 //! recorded links wherever SPEC.md does not differ from Python.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use base64::Engine;
 use lens_core::Carrier;
 use lens_dist::create_linked_span;
+use lens_testkit::cases;
 use opentelemetry::trace::{Span, SpanContext, TraceState, TracerProvider};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use serde_json::Value;
-
-fn vectors(name: &str) -> Value {
-    let path = format!(
-        "{}/../../../shared/vectors/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reference vectors {path} are missing: {e}"));
-    serde_json::from_str(&text).unwrap()
-}
 
 /// `expected` (a vectors `span_context` object) describes `sc`.
 fn same(sc: &SpanContext, expected: &Value) -> Result<(), String> {
@@ -53,28 +43,19 @@ fn same(sc: &SpanContext, expected: &Value) -> Result<(), String> {
 
 #[test]
 fn links_follow_the_extracted_span_context() {
-    let public = vectors("nemo-lens-public.json");
-    let expected = vectors("lens-expected-public.json");
     let exporter = InMemorySpanExporter::default();
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(exporter.clone())
         .build();
     let tracer = provider.tracer("vectors");
     let (mut linked, mut unlinked, mut as_python) = (0, 0, 0);
-    for (case, lens) in public["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .zip(expected["cases"].as_array().unwrap())
-    {
-        let Some(python) = case["expected"].get("create_linked_span") else {
+    for case in cases() {
+        let Some(python) = case.python().get("create_linked_span") else {
             continue;
         };
-        let id = case["id"].as_str().unwrap();
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(case["input"]["bytes_b64"].as_str().unwrap())
-            .unwrap();
-        let carrier = Carrier::from_json_bytes(&bytes).unwrap();
+        let id = case.id.as_str();
+        let lens = &case.expected;
+        let carrier = Carrier::from_json_bytes(&case.input_bytes()).unwrap();
         let mut span = create_linked_span(&tracer, "stage", &carrier, []);
         span.end();
         let span = exporter.get_finished_spans().unwrap().remove(0);

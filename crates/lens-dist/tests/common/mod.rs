@@ -2,7 +2,6 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::cell::RefCell;
-use std::path::PathBuf;
 
 use lens_dist::{Collective, DistError, ThreadComm, ThreadGroup};
 
@@ -77,14 +76,4 @@ impl<C: Collective> Collective for Recording<C> {
         });
         Ok(())
     }
-}
-
-/// `../shared/vectors/<name>` from the workspace root; panics (fails the test) when missing.
-pub fn vectors(name: &str) -> serde_json::Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/vectors")
-        .join(name);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reference vectors {} are missing: {e}", path.display()));
-    serde_json::from_str(&text).expect("vectors are JSON")
 }
