@@ -2,7 +2,7 @@
 //!
 //! The Python side is `interop/python/common.py` (`build_context`, `describe`).
 
-use lens_core::{Carrier, LensContextExt};
+use lens_core::LensContextExt;
 use opentelemetry::Context;
 use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
 use serde::{Deserialize, Serialize};
@@ -25,24 +25,14 @@ pub(crate) struct SpanSpec {
     pub(crate) tracestate: Vec<(String, String)>,
 }
 
-/// What one side saw of a Context: its valid span context, if any, and its baggage in order.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Seen {
-    pub(crate) span: Option<SeenSpan>,
-    pub(crate) baggage: Vec<(String, String)>,
-}
-
+/// What one side saw of a Context: its valid span context, if any, and its baggage in order
+/// (lens-testkit's description, which the Python side writes in the same JSON).
+pub(crate) use lens_testkit::ContextDescription as Seen;
 /// The span context part of [`Seen`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct SeenSpan {
-    pub(crate) trace_id: String,
-    pub(crate) span_id: String,
-    pub(crate) trace_flags: u8,
-    pub(crate) sampled: bool,
-    pub(crate) is_remote: bool,
-    /// The tracestate as a header value (`""` when empty).
-    pub(crate) tracestate: String,
-}
+pub(crate) use lens_testkit::SpanDescription as SeenSpan;
+/// What a Rust Context holds, as [`Seen`]. The tracestate is the one lens sends on (its own copy
+/// where opentelemetry's `TraceState` cannot hold it, SPEC.md §10).
+pub(crate) use lens_testkit::describe as seen;
 
 impl Spec {
     pub(crate) fn span(trace_id: &str, span_id: &str, flags: u8) -> Self {
@@ -113,31 +103,6 @@ impl Spec {
         }
         Ok(cx)
     }
-}
-
-/// What a Rust Context holds, as [`Seen`]. The tracestate is the one lens sends on (its own copy
-/// where opentelemetry's `TraceState` cannot hold it, SPEC.md §10).
-pub(crate) fn seen(cx: &Context) -> Seen {
-    let span = cx.span();
-    let sc = span.span_context();
-    let span = sc.is_valid().then(|| {
-        let mut carrier = Carrier::with_capacity(2);
-        lens_core::propagator().inject_parts(cx, &mut carrier, true, false);
-        SeenSpan {
-            trace_id: sc.trace_id().to_string(),
-            span_id: sc.span_id().to_string(),
-            trace_flags: sc.trace_flags().to_u8(),
-            sampled: sc.is_sampled(),
-            is_remote: sc.is_remote(),
-            tracestate: carrier.get("tracestate").unwrap_or_default().to_owned(),
-        }
-    });
-    let baggage = cx
-        .lens_baggage()
-        .iter()
-        .map(|e| (e.key().to_owned(), e.value().to_owned()))
-        .collect();
-    Seen { span, baggage }
 }
 
 pub(crate) fn pairs(entries: &[(&str, &str)]) -> Vec<(String, String)> {
