@@ -6,16 +6,16 @@ use std::task::{Context as TaskContext, Poll};
 
 use lens_core::W3cPropagator;
 use lens_core::policy::OutboundPolicy;
+use opentelemetry::Context;
 use opentelemetry::global::{self, BoxedTracer};
-use opentelemetry::trace::{SpanKind, TraceContextExt, Tracer};
-use opentelemetry::{Context, KeyValue};
+use opentelemetry::trace::{SpanKind, Tracer};
 use tonic::service::Interceptor;
-use tower_layer::Layer;
 use tower_service::Service;
 
+use crate::call::{CallConfig, layer_and_service, push_server_address, rpc_attributes};
 use crate::metadata::{MetadataCarrier, set_metadata};
 use crate::response::{CallSpan, ResponseFuture};
-use crate::status::{RPC_SYSTEM, SERVER_ADDRESS, SERVER_PORT, SpanSide};
+use crate::status::SpanSide;
 use crate::{GrpcMethod, TRACER_NAME};
 
 /// A tonic [`Interceptor`] that injects the current Context (`traceparent`, `tracestate`,
@@ -102,23 +102,14 @@ impl opentelemetry::propagation::Injector for GrpcHeaders<'_> {
     }
 }
 
-struct ClientConfig<T> {
-    tracer: Arc<T>,
+/// Where a [`ClientLayer`] sends: the outbound policy and the server address given.
+#[derive(Clone, Debug)]
+struct ClientTarget {
     outbound: OutboundPolicy,
-    propagator: Option<Arc<W3cPropagator>>,
     server: Option<(Arc<str>, u16)>,
 }
 
-impl<T> Clone for ClientConfig<T> {
-    fn clone(&self) -> Self {
-        ClientConfig {
-            tracer: Arc::clone(&self.tracer),
-            outbound: self.outbound.clone(),
-            propagator: self.propagator.clone(),
-            server: self.server.clone(),
-        }
-    }
-}
+type ClientConfig<T> = CallConfig<T, ClientTarget>;
 
 /// A tower layer for tonic channels: a CLIENT span per call (named `{package.Service}/{Method}`,
 /// with the RPC semantic-convention attributes and `rpc.grpc.status_code`), injected into the
@@ -141,19 +132,11 @@ pub struct ClientLayer<T = BoxedTracer> {
     config: ClientConfig<T>,
 }
 
-impl<T> Clone for ClientLayer<T> {
-    fn clone(&self) -> Self {
-        ClientLayer {
-            config: self.config.clone(),
-        }
-    }
-}
-
 impl<T> std::fmt::Debug for ClientLayer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClientLayer")
-            .field("outbound", &self.config.outbound)
-            .field("server", &self.config.server)
+            .field("outbound", &self.config.policy.outbound)
+            .field("server", &self.config.policy.server)
             .finish_non_exhaustive()
     }
 }
@@ -179,20 +162,19 @@ where
 {
     /// Spans from `tracer`.
     pub fn with_tracer(tracer: T) -> Self {
+        let target = ClientTarget {
+            outbound: OutboundPolicy::send_everywhere(),
+            server: None,
+        };
         ClientLayer {
-            config: ClientConfig {
-                tracer: Arc::new(tracer),
-                outbound: OutboundPolicy::send_everywhere(),
-                propagator: None,
-                server: None,
-            },
+            config: CallConfig::new(tracer, target),
         }
     }
 
     /// Decides per destination host what goes out (the request URI's host, else the address
     /// given to [`ClientLayer::with_server_address`]).
     pub fn with_outbound_policy(mut self, policy: OutboundPolicy) -> Self {
-        self.config.outbound = policy;
+        self.config.policy.outbound = policy;
         self
     }
 
@@ -207,19 +189,8 @@ where
     /// takes precedence.
     pub fn with_server_address(mut self, host: impl Into<String>, port: u16) -> Self {
         let host: String = host.into();
-        self.config.server = Some((Arc::from(host), port));
+        self.config.policy.server = Some((Arc::from(host), port));
         self
-    }
-}
-
-impl<S, T> Layer<S> for ClientLayer<T> {
-    type Service = ClientService<S, T>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        ClientService {
-            inner,
-            config: Arc::new(self.config.clone()),
-        }
     }
 }
 
@@ -229,22 +200,7 @@ pub struct ClientService<S, T = BoxedTracer> {
     config: Arc<ClientConfig<T>>,
 }
 
-impl<S: Clone, T> Clone for ClientService<S, T> {
-    fn clone(&self) -> Self {
-        ClientService {
-            inner: self.inner.clone(),
-            config: Arc::clone(&self.config),
-        }
-    }
-}
-
-impl<S: std::fmt::Debug, T> std::fmt::Debug for ClientService<S, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientService")
-            .field("inner", &self.inner)
-            .finish_non_exhaustive()
-    }
-}
+layer_and_service!(ClientLayer, ClientService);
 
 impl<S, T, B, ResB> Service<http::Request<B>> for ClientService<S, T>
 where
@@ -263,43 +219,26 @@ where
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         let config = &*self.config;
         let method = GrpcMethod::from_path(request.uri().path());
+        let server = &config.policy.server;
         let (host, port) = match request.uri().authority() {
             Some(a) => (
                 Some(Arc::<str>::from(a.host())),
-                a.port_u16()
-                    .or_else(|| config.server.as_ref().map(|(_, p)| *p)),
+                a.port_u16().or_else(|| server.as_ref().map(|(_, p)| *p)),
             ),
-            None => match &config.server {
+            None => match server {
                 Some((h, p)) => (Some(Arc::clone(h)), Some(*p)),
                 None => (None, None),
             },
         };
 
-        let mut attributes = Vec::with_capacity(5);
-        attributes.push(KeyValue::new(RPC_SYSTEM, "grpc"));
-        method.push_attributes(&mut attributes);
-        if let Some(host) = &host {
-            attributes.push(KeyValue::new(SERVER_ADDRESS, Arc::clone(host)));
-        }
-        if let Some(port) = port {
-            attributes.push(KeyValue::new(SERVER_PORT, i64::from(port)));
-        }
+        let mut attributes = rpc_attributes(&method);
+        push_server_address(&mut attributes, host.clone(), port);
         let cx = Context::map_current(|parent| {
-            let span = config
-                .tracer
-                .span_builder(method.span_name())
-                .with_kind(SpanKind::Client)
-                .with_attributes(attributes)
-                .start_with_context(&*config.tracer, parent);
-            parent.with_span(span)
+            config.start_span(&method, SpanKind::Client, attributes, None, parent)
         });
 
-        let propagator = match &config.propagator {
-            Some(p) => &**p,
-            None => lens_core::propagator(),
-        };
-        config.outbound.inject_with(
-            propagator,
+        config.policy.outbound.inject_with(
+            config.propagator(),
             &cx,
             host.as_deref().unwrap_or(""),
             &mut GrpcHeaders(request.headers_mut()),

@@ -33,6 +33,7 @@
 //! - [`JsonCodec`]: a tonic codec for serde messages, for services written without protobuf.
 #![forbid(unsafe_code)]
 
+mod call;
 mod client;
 mod codec;
 mod error;

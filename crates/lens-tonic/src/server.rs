@@ -9,29 +9,15 @@ use lens_core::policy::{InboundPolicy, InboundRequest};
 use lens_core::{HeaderCarrier, W3cPropagator};
 use opentelemetry::KeyValue;
 use opentelemetry::global::{self, BoxedTracer};
-use opentelemetry::trace::{Link, SpanKind, TraceContextExt, Tracer};
-use tower_layer::Layer;
+use opentelemetry::trace::{Link, SpanKind, Tracer};
 use tower_service::Service;
 
+use crate::call::{CallConfig, layer_and_service, push_server_address, rpc_attributes};
 use crate::response::{CallSpan, ResponseFuture};
-use crate::status::{RPC_SYSTEM, SERVER_ADDRESS, SERVER_PORT, SpanSide};
+use crate::status::SpanSide;
 use crate::{GrpcMethod, TRACER_NAME};
 
-struct ServerConfig<T> {
-    tracer: Arc<T>,
-    policy: InboundPolicy,
-    propagator: Option<Arc<W3cPropagator>>,
-}
-
-impl<T> Clone for ServerConfig<T> {
-    fn clone(&self) -> Self {
-        ServerConfig {
-            tracer: Arc::clone(&self.tracer),
-            policy: self.policy.clone(),
-            propagator: self.propagator.clone(),
-        }
-    }
-}
+type ServerConfig<T> = CallConfig<T, InboundPolicy>;
 
 /// A tower layer for tonic servers (`Server::builder().layer(ServerLayer::new())`).
 ///
@@ -60,14 +46,6 @@ impl<T> Clone for ServerConfig<T> {
 /// ```
 pub struct ServerLayer<T = BoxedTracer> {
     config: ServerConfig<T>,
-}
-
-impl<T> Clone for ServerLayer<T> {
-    fn clone(&self) -> Self {
-        ServerLayer {
-            config: self.config.clone(),
-        }
-    }
 }
 
 impl<T> std::fmt::Debug for ServerLayer<T> {
@@ -100,11 +78,7 @@ where
     /// Spans from `tracer`.
     pub fn with_tracer(tracer: T) -> Self {
         ServerLayer {
-            config: ServerConfig {
-                tracer: Arc::new(tracer),
-                policy: InboundPolicy::trust_all(),
-                propagator: None,
-            },
+            config: CallConfig::new(tracer, InboundPolicy::trust_all()),
         }
     }
 
@@ -121,39 +95,13 @@ where
     }
 }
 
-impl<S, T> Layer<S> for ServerLayer<T> {
-    type Service = ServerService<S, T>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        ServerService {
-            inner,
-            config: Arc::new(self.config.clone()),
-        }
-    }
-}
-
 /// The service of [`ServerLayer`].
 pub struct ServerService<S, T = BoxedTracer> {
     inner: S,
     config: Arc<ServerConfig<T>>,
 }
 
-impl<S: Clone, T> Clone for ServerService<S, T> {
-    fn clone(&self) -> Self {
-        ServerService {
-            inner: self.inner.clone(),
-            config: Arc::clone(&self.config),
-        }
-    }
-}
-
-impl<S: std::fmt::Debug, T> std::fmt::Debug for ServerService<S, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerService")
-            .field("inner", &self.inner)
-            .finish_non_exhaustive()
-    }
-}
+layer_and_service!(ServerLayer, ServerService);
 
 /// The peer and local addresses tonic's transport records on each request.
 fn connect_info<B>(request: &http::Request<B>) -> (Option<SocketAddr>, Option<SocketAddr>) {
@@ -190,12 +138,7 @@ fn server_address<B>(
         ),
         None => (local.map(|l| l.ip().to_string()), local.map(|l| l.port())),
     };
-    if let Some(host) = host {
-        attributes.push(KeyValue::new(SERVER_ADDRESS, host));
-    }
-    if let Some(port) = port {
-        attributes.push(KeyValue::new(SERVER_PORT, i64::from(port)));
-    }
+    push_server_address(attributes, host, port);
 }
 
 impl<S, T, B, ResB> Service<http::Request<B>> for ServerService<S, T>
@@ -221,29 +164,21 @@ where
             if let Some(peer) = peer {
                 inbound_request = inbound_request.with_peer(peer.ip());
             }
-            let propagator = match &config.propagator {
-                Some(p) => &**p,
-                None => lens_core::propagator(),
-            };
-            config.policy.extract_with(propagator, &inbound_request)
+            config
+                .policy
+                .extract_with(config.propagator(), &inbound_request)
         };
 
         let method = GrpcMethod::from_path(request.uri().path());
-        let mut attributes = Vec::with_capacity(5);
-        attributes.push(KeyValue::new(RPC_SYSTEM, "grpc"));
-        method.push_attributes(&mut attributes);
+        let mut attributes = rpc_attributes(&method);
         server_address(&request, local, &mut attributes);
-
-        let mut builder = config
-            .tracer
-            .span_builder(method.span_name())
-            .with_kind(SpanKind::Server)
-            .with_attributes(attributes);
-        if let Some(remote) = inbound.link {
-            builder = builder.with_links(vec![Link::with_context(remote)]);
-        }
-        let span = builder.start_with_context(&*config.tracer, &inbound.parent);
-        let cx = inbound.parent.with_span(span);
+        let cx = config.start_span(
+            &method,
+            SpanKind::Server,
+            attributes,
+            inbound.link.map(Link::with_context),
+            &inbound.parent,
+        );
 
         let future = {
             let _guard = cx.clone().attach();
