@@ -71,6 +71,10 @@ fn bench(c: &mut Criterion) {
             "baggage 1 MiB of one key repeated",
             headers("baggage", &"k=v,".repeat(256 * KIB)),
         ),
+        (
+            "baggage 1 MiB of invalid members",
+            headers("baggage", &"bad key=v,".repeat(100 * KIB)),
+        ),
         // Tracestate: the byte limit is checked before any member is parsed.
         (
             "tracestate 32 members (at the limit)",
