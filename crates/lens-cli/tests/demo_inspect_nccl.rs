@@ -6,12 +6,8 @@ use std::process::{Command, Output};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use lens_core::LensContextExt as _;
 use lens_nccl::{FRAME_HEADER_LEN, FrameCodec};
-use opentelemetry::Context;
-use opentelemetry::trace::{
-    SpanContext, SpanId, TraceContextExt as _, TraceFlags, TraceId, TraceState,
-};
+use lens_testkit::fixtures;
 
 const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
@@ -26,17 +22,7 @@ fn inspect(args: &[&str]) -> (Output, String) {
 }
 
 fn frame() -> Vec<u8> {
-    let sc = SpanContext::new(
-        TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
-        SpanId::from_hex("00f067aa0ba902b7").unwrap(),
-        TraceFlags::SAMPLED,
-        true,
-        TraceState::NONE,
-    );
-    let cx = Context::new()
-        .with_remote_span_context(sc)
-        .with_baggage_entry("rank", "3")
-        .unwrap();
+    let cx = fixtures::w3c_context(true, &[], &[("rank", "3")]);
     FrameCodec::default().encode(&cx).unwrap()
 }
 

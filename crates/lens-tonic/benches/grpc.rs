@@ -16,13 +16,10 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use lens_core::LensContextExt;
+use lens_testkit::fixtures;
 use lens_tonic::{JsonCodec, LensInterceptor, ServerLayer};
 use opentelemetry::Context;
-use opentelemetry::trace::{
-    FutureExt, SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
-    TracerProvider as _,
-};
+use opentelemetry::trace::{FutureExt, TracerProvider as _};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tonic::body::Body;
 use tonic::server::{NamedService, UnaryService};
@@ -102,21 +99,15 @@ type Lens = tonic::client::Grpc<InterceptedService<Channel, LensInterceptor>>;
 
 /// The caller's context of every lens call: a sampled remote parent and three baggage entries.
 fn caller_context() -> Context {
-    let sc = SpanContext::new(
-        TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
-        SpanId::from_hex("00f067aa0ba902b7").unwrap(),
-        TraceFlags::SAMPLED,
+    fixtures::w3c_context(
         true,
-        TraceState::NONE,
-    );
-    Context::new()
-        .with_remote_span_context(sc)
-        .with_baggage_entry("user.id", "alice")
-        .unwrap()
-        .with_baggage_entry("job.name", "pretrain llama")
-        .unwrap()
-        .with_baggage_entry("rank", "3")
-        .unwrap()
+        &[],
+        &[
+            ("user.id", "alice"),
+            ("job.name", "pretrain llama"),
+            ("rank", "3"),
+        ],
+    )
 }
 
 fn bench(c: &mut Criterion) {

@@ -12,13 +12,11 @@ use axum::Router;
 use axum::extract::ConnectInfo;
 use axum::routing::get;
 use lens_axum::LensLayer;
-use lens_core::LensContextExt;
 use lens_reqwest::LensMiddleware;
+use lens_testkit::fixtures;
 use lens_tonic::{LensInterceptor, ServerLayer};
 use opentelemetry::Context;
-use opentelemetry::trace::{
-    SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState, TracerProvider as _,
-};
+use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter};
 use tower_service::Service;
@@ -197,19 +195,15 @@ impl Service<http::Request<()>> for TrailersOnlyOk {
 /// The caller's context of every gRPC call: a sampled remote parent and three baggage entries
 /// (as lens-tonic's grpc bench).
 fn caller_context() -> Context {
-    let sc = SpanContext::new(
-        TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap_or(TraceId::INVALID),
-        SpanId::from_hex("00f067aa0ba902b7").unwrap_or(SpanId::INVALID),
-        TraceFlags::SAMPLED,
+    fixtures::w3c_context(
         true,
-        TraceState::NONE,
-    );
-    let cx = Context::new().with_remote_span_context(sc);
-    let cx = cx.with_baggage_entry("user.id", "alice").unwrap_or(cx);
-    let cx = cx
-        .with_baggage_entry("job.name", "pretrain llama")
-        .unwrap_or(cx);
-    cx.with_baggage_entry("rank", "3").unwrap_or(cx)
+        &[],
+        &[
+            ("user.id", "alice"),
+            ("job.name", "pretrain llama"),
+            ("rank", "3"),
+        ],
+    )
 }
 
 fn grpc_request() -> http::Request<()> {

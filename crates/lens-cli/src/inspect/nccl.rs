@@ -217,26 +217,14 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
-    use lens_core::LensContextExt as _;
+
+    use lens_testkit::fixtures;
     use opentelemetry::Context;
-    use opentelemetry::trace::{
-        SpanContext, SpanId, TraceContextExt as _, TraceFlags, TraceId, TraceState,
-    };
 
     const JSON: &str = r#"{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "baggage": "rank=3"}"#;
 
     fn context() -> Context {
-        let sc = SpanContext::new(
-            TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
-            SpanId::from_hex("00f067aa0ba902b7").unwrap(),
-            TraceFlags::SAMPLED,
-            true,
-            TraceState::NONE,
-        );
-        Context::new()
-            .with_remote_span_context(sc)
-            .with_baggage_entry("rank", "3")
-            .unwrap()
+        fixtures::w3c_context(true, &[], &[("rank", "3")])
     }
 
     #[test]
