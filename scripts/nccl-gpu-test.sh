@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs lens-nccl's prebuilt GPU test (and, with --bench, the GPU benchmark) on a machine without
-# a Rust toolchain. Build the binaries with `cargo xtask gpu-test --build-only`, carry the folder
-# <target-dir>/gpu-test/ (which holds this script) and run `./nccl-gpu-test.sh [--bench]` in it.
+# Runs the prebuilt GPU suites of lens-nccl and lens-dist (and, with --bench, lens-nccl's GPU
+# benchmark) on a machine without a Rust toolchain. Build them with `cargo xtask gpu-test
+# --build-only`, carry the folder <target-dir>/gpu-test/ (which holds this script) and run
+# `./nccl-gpu-test.sh [--bench]` in it.
 #
 # NCCL: cudarc looks for libnccl.so, while the pip wheel nvidia-nccl-cu13 ships only libnccl.so.2.
 # This script puts a libnccl.so symlink to the wheel's library ($LENS_NCCL_LIB_DIR, or
@@ -14,7 +15,7 @@ bench=0
 for arg in "$@"; do
     case "$arg" in
         --bench) bench=1 ;;
-        -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
         *) echo "unknown argument: $arg" >&2; exit 2 ;;
     esac
 done
@@ -42,7 +43,13 @@ else
     echo "nccl-gpu-test: no nvidia-nccl wheel found; relying on a libnccl.so on the library path"
 fi
 
-"$dir/lens-nccl-gpu-test"
+# Both suites run even when the first fails; the exit status is non-zero if either failed.
+status=0
+for suite in lens-nccl-gpu-test lens-dist-gpu-test; do
+    echo "nccl-gpu-test: running $suite"
+    "$dir/$suite" || { echo "nccl-gpu-test: $suite FAILED" >&2; status=1; }
+done
 if [ "$bench" = 1 ]; then
-    "$dir/lens-nccl-gpu-bench" --bench
+    "$dir/lens-nccl-gpu-bench" --bench || status=1
 fi
+exit "$status"

@@ -1,7 +1,8 @@
-//! `cargo xtask gpu-test` and `cargo xtask gpu-bench`: lens-nccl's GPU suite and benchmark
-//! (feature `cuda`).
+//! `cargo xtask gpu-test` and `cargo xtask gpu-bench`: the GPU suites of lens-nccl (feature
+//! `cuda`, `tests/gpu.rs`) and lens-dist (feature `nccl`, `tests/nccl_gpu.rs`), and lens-nccl's
+//! GPU benchmark.
 //!
-//! Both build with cargo, then run the binary with NCCL made findable: cudarc looks for
+//! Both build with cargo, then run the binaries with NCCL made findable: cudarc looks for
 //! `libnccl.so` (and a few other names), while the pip wheel `nvidia-nccl-cu13` (what PyTorch
 //! ships) has only `libnccl.so.2`. When no `libnccl.so` is on the library path already, a folder
 //! `<target-dir>/gpu-test/nccl-lib/` with a `libnccl.so` symlink to the wheel's `libnccl.so.2`
@@ -22,12 +23,16 @@ use crate::{Failure, Result, cargo, run};
 pub(crate) const GPU_TEST_HELP: &str = "\
 usage: cargo xtask gpu-test [--build-only | --run-prebuilt DIR]
 
-Builds lens-nccl's GPU suite (feature `cuda`, release) and runs it: world size 1 send/recv to
-self with a context frame beside a 1 MiB and a 64 MiB payload; with 2 or more GPUs a 2-rank
-pipeline. Without a GPU it says why and exits 0 having run nothing.
+Builds two GPU suites (release) and runs them:
+  lens-nccl (feature `cuda`): world size 1 send/recv to self with a context frame beside a
+    1 MiB and a 64 MiB payload; with 2 or more GPUs a 2-rank pipeline.
+  lens-dist (feature `nccl`): broadcast_trace_context and create_linked_span over
+    NcclCollective, world size 1; with N >= 2 GPUs, N ranks (sources 0 and N-1).
+Without a GPU each says why and exits 0 having run nothing.
   --build-only        build, and copy the binaries and scripts/nccl-gpu-test.sh into
                       <target-dir>/gpu-test/ (for a GPU machine without Rust)
-  --run-prebuilt DIR  run DIR/lens-nccl-gpu-test (built by --build-only)
+  --run-prebuilt DIR  run DIR/lens-nccl-gpu-test and DIR/lens-dist-gpu-test (built by
+                      --build-only)
 NCCL: a libnccl.so on the library path, else the pip wheel's libnccl.so.2 (python3
 site-packages nvidia/nccl/lib, or $LENS_NCCL_LIB_DIR) through a libnccl.so symlink.";
 
@@ -38,24 +43,63 @@ Runs lens-nccl's GPU benchmark (feature `cuda`): a 1 MiB send/recv to self with 
 context frame, same run (target: at most 5% added). Without a GPU it says why and runs nothing.
 NCCL is found as for `cargo xtask gpu-test`.";
 
-/// Name of the test binary in the `--build-only` folder.
-const TEST_BIN: &str = "lens-nccl-gpu-test";
-/// Name of the bench binary in the `--build-only` folder.
-const BENCH_BIN: &str = "lens-nccl-gpu-bench";
+/// One GPU target: package, feature, cargo target name, and its binary's name in the
+/// `--build-only` folder.
+struct Target {
+    package: &'static str,
+    feature: &'static str,
+    name: &'static str,
+    bin: &'static str,
+}
+
+/// The GPU test suites, built and run in this order (`harness = false`, `--release`).
+const TESTS: [Target; 2] = [
+    Target {
+        package: "lens-nccl",
+        feature: "cuda",
+        name: "gpu",
+        bin: "lens-nccl-gpu-test",
+    },
+    Target {
+        package: "lens-dist",
+        feature: "nccl",
+        name: "nccl_gpu",
+        bin: "lens-dist-gpu-test",
+    },
+];
+
+/// lens-nccl's GPU benchmark.
+const BENCH: Target = Target {
+    package: "lens-nccl",
+    feature: "cuda",
+    name: "gpu",
+    bin: "lens-nccl-gpu-bench",
+};
+
+/// Builds every test suite into [`gpu_dir`].
+fn build_tests() -> Result {
+    TESTS.iter().try_for_each(|target| build("test", target))
+}
+
+/// `<target-dir>/gpu-test/`: the `--build-only` folder.
+fn gpu_dir() -> PathBuf {
+    target_dir().join("gpu-test")
+}
 
 pub(crate) fn gpu_test(args: &[String]) -> Result {
     match args {
         [] => {
-            let dir = build(&["--test", "gpu"], "gpu", TEST_BIN)?;
-            run_prebuilt_test(&dir)
+            build_tests()?;
+            run_prebuilt_test(&gpu_dir())
         }
         [flag] if crate::is_help(flag) => {
             println!("{GPU_TEST_HELP}");
             Ok(())
         }
         [flag] if flag == "--build-only" => {
-            let dir = build(&["--test", "gpu"], "gpu", TEST_BIN)?;
-            build(&["--bench", "gpu"], "gpu", BENCH_BIN)?;
+            build_tests()?;
+            build("bench", &BENCH)?;
+            let dir = gpu_dir();
             let script = crate::workspace_root().join("scripts/nccl-gpu-test.sh");
             copy(&script, &dir.join("nccl-gpu-test.sh"))?;
             println!(
@@ -103,49 +147,52 @@ pub(crate) fn gpu_bench(args: &[String]) -> Result {
     run("gpu-bench lens-nccl", command)
 }
 
-/// Builds one target of lens-nccl (feature `cuda`, release) and copies its executable to
-/// `<target-dir>/gpu-test/<name>`; returns that folder.
-fn build(target: &[&str], target_name: &str, name: &str) -> Result<PathBuf> {
-    let kind = if target.first() == Some(&"--bench") {
-        "bench"
-    } else {
-        "test"
-    };
+/// Builds `target` (`kind` is `test` or `bench`; release, with the target's feature) and copies
+/// its executable to `<target-dir>/gpu-test/<bin>`.
+fn build(kind: &str, target: &Target) -> Result {
+    let Target {
+        package,
+        feature,
+        name,
+        bin,
+    } = *target;
     let mut args = vec![
         kind,
         "-p",
-        "lens-nccl",
+        package,
         "--features",
-        "cuda",
+        feature,
         "--no-run",
         "--message-format=json-render-diagnostics",
+        if kind == "bench" { "--bench" } else { "--test" },
+        name,
     ];
     if kind == "test" {
         // `cargo bench` builds optimised already and takes no `--release`.
         args.push("--release");
     }
-    args.extend_from_slice(target);
     let out = cargo(&args)
         .output()
         .map_err(|e| Failure::Step(format!("could not start cargo: {e}")))?;
     if !out.status.success() {
         return Err(Failure::Step(format!(
-            "building lens-nccl's {kind} `{target_name}` failed"
+            "building {package}'s {kind} `{name}` (feature `{feature}`) failed"
         )));
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let exe = stdout
         .lines()
-        .filter(|l| l.contains(&format!("\"name\":\"{target_name}\"")))
+        .filter(|l| l.contains(&format!("\"name\":\"{name}\"")))
         .find_map(executable_of)
         .ok_or_else(|| {
-            Failure::Step(format!("cargo reported no executable for `{target_name}`"))
+            Failure::Step(format!(
+                "cargo reported no executable for {package}'s `{name}`"
+            ))
         })?;
-    let dir = target_dir().join("gpu-test");
+    let dir = gpu_dir();
     std::fs::create_dir_all(&dir)
         .map_err(|e| Failure::Step(format!("cannot create {}: {e}", dir.display())))?;
-    copy(Path::new(&exe), &dir.join(name))?;
-    Ok(dir)
+    copy(Path::new(&exe), &dir.join(bin))
 }
 
 /// The cargo target directory: `CARGO_TARGET_DIR` if set, else `<workspace>/target`.
@@ -173,17 +220,30 @@ fn copy(from: &Path, to: &Path) -> Result {
     })
 }
 
+/// Runs every test suite's binary in `dir`, all of them even when one fails.
 fn run_prebuilt_test(dir: &Path) -> Result {
-    let exe = dir.join(TEST_BIN);
-    if !exe.is_file() {
-        return Err(Failure::Step(format!(
-            "{} is missing (build it with `cargo xtask gpu-test --build-only`)",
-            exe.display()
-        )));
+    let mut failed = Vec::new();
+    for target in &TESTS {
+        let exe = dir.join(target.bin);
+        if !exe.is_file() {
+            return Err(Failure::Step(format!(
+                "{} is missing (build it with `cargo xtask gpu-test --build-only`)",
+                exe.display()
+            )));
+        }
+        let mut command = Command::new(&exe);
+        with_nccl_env(&mut command)?;
+        if let Err(Failure::Step(why) | Failure::Usage(why, _)) =
+            run(&format!("gpu-test {}", target.package), command)
+        {
+            failed.push(why);
+        }
     }
-    let mut command = Command::new(&exe);
-    with_nccl_env(&mut command)?;
-    run("gpu-test lens-nccl", command)
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Step(failed.join("; ")))
+    }
 }
 
 /// Puts a `libnccl.so` symlink to the pip wheel's `libnccl.so.2` first on `LD_LIBRARY_PATH`
@@ -194,7 +254,7 @@ fn with_nccl_env(command: &mut Command) -> Result {
         println!("gpu: no nvidia-nccl wheel found; relying on a libnccl.so on the library path");
         return Ok(());
     };
-    let link_dir = target_dir().join("gpu-test").join("nccl-lib");
+    let link_dir = gpu_dir().join("nccl-lib");
     std::fs::create_dir_all(&link_dir)
         .map_err(|e| Failure::Step(format!("cannot create {}: {e}", link_dir.display())))?;
     let link = link_dir.join("libnccl.so");
