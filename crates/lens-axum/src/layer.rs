@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll, ready};
@@ -332,8 +333,23 @@ where
             return Poll::Ready(result.map(|res| res.map(LensBody::untraced)));
         };
         let guard = cx.clone().attach();
-        let result = ready!(this.inner.poll(task));
+        // A panicking handler must still end its SERVER span with status Error (the runtime
+        // drops this future only after the unwind is caught, when nothing says it panicked).
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| this.inner.poll(task)));
         drop(guard);
+        let result = match polled {
+            Ok(Poll::Ready(result)) => result,
+            Ok(Poll::Pending) => return Poll::Pending,
+            Err(panic) => {
+                if let Some(cx) = this.span.take() {
+                    let span = cx.span();
+                    span.set_attribute(KeyValue::new(ERROR_TYPE, "panic"));
+                    span.set_status(Status::error("handler panicked"));
+                    span.end();
+                }
+                std::panic::resume_unwind(panic);
+            }
+        };
         let Some(cx) = this.span.take() else {
             // Unreachable: checked above. Keep the response untraced rather than panic.
             return Poll::Ready(result.map(|res| res.map(LensBody::untraced)));

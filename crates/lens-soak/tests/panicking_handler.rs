@@ -117,8 +117,6 @@ async fn without_catch_panic_the_span_still_ends_and_nothing_leaks() {
 }
 
 #[tokio::test(flavor = "current_thread")]
-#[ignore = "lens-axum ends the SERVER span of a panicking handler with status Unset (its future is \
-            dropped while unwinding); see docs/security.md, 'Faults'"]
 async fn without_catch_panic_the_server_span_ends_with_status_error() {
     let (_provider, tracer, recorder) = support::provider();
     let traced = Router::new()
