@@ -1,106 +1,16 @@
 //! Every lens-core-relevant case of the recorded NeMo Lens vectors (`../shared/vectors/`):
 //! the extract groups and the inject group, checked against what SPEC.md expects of lens
-//! (`lens-expected-public.json`). Cases where lens knowingly differs from Python are listed in
-//! [`SPEC_SECTION_9`] with the SPEC rows that explain them.
+//! (`lens-expected-public.json`). Cases where lens knowingly differs from Python are listed, with
+//! the SPEC rows that explain them, in `lens_testkit::vectors::SECTION_9`; the test checks that
+//! list for these groups against the file, rows included, so neither can drift.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use lens_core::{Carrier, MapCarrier, extract_context, inject_context_from};
 use lens_testkit::describe::reserialize;
-use lens_testkit::vectors::{assert_differs_listed, is_carrier_extract_group};
+use lens_testkit::vectors::{assert_section_9, is_carrier_extract_group};
 use lens_testkit::{Case, active_context, assert_reserialized, cases, check_context, pairs};
 use opentelemetry::Context;
 use std::collections::{BTreeMap, HashMap};
-
-/// Cases of the groups checked here whose lens expectation differs from the recorded Python
-/// value, with the SPEC.md §9 rows that explain each. The test asserts this list is exactly what
-/// the expectation file marks, rows included, so neither can drift.
-const SPEC_SECTION_9: &[(&str, &[&str])] = &[
-    ("inj-005", &["§9/§3 member over 4096 kept"]),
-    ("ext-valid-005", &["§9/§3 + in a value kept"]),
-    ("ext-valid-011", &["§9 flags: unknown bits masked"]),
-    ("ext-valid-014", &["§9 flags: unknown bits masked"]),
-    (
-        "ext-traceparent-037",
-        &["§9/§1 trailing \\n / control characters: invalid"],
-    ),
-    (
-        "ext-traceparent-038",
-        &["§9/§1 trailing \\n / control characters: invalid"],
-    ),
-    (
-        "ext-traceparent-044",
-        &["§9/§1 trailing \\n / control characters: invalid"],
-    ),
-    ("ext-traceparent-053", &["§9/§8 traceparent 512 bytes"]),
-    ("ext-tracestate-014", &["§9/§2 tracestate W3C key grammar"]),
-    (
-        "ext-tracestate-034",
-        &["§9/§2 repeated tracestate key: first kept"],
-    ),
-    ("ext-baggage-004", &["§9/§3 space on inject: %20"]),
-    ("ext-baggage-007", &["§9/§3 key taken literally"]),
-    ("ext-baggage-008", &["§9/§3 key taken literally"]),
-    ("ext-baggage-016", &["§9/§3 properties as metadata"]),
-    ("ext-baggage-019", &["§9/§3 properties as metadata"]),
-    ("ext-baggage-035", &["§9/§3 key taken literally"]),
-    (
-        "ext-baggage-037",
-        &[
-            "§9/§3 space on inject: %20",
-            "§9/§3 encoded spaces at the ends of a value kept",
-        ],
-    ),
-    (
-        "ext-baggage-038",
-        &[
-            "§9/§3 space on inject: %20",
-            "§9/§3 encoded spaces at the ends of a value kept",
-        ],
-    ),
-    ("ext-baggage-040", &["§9/§3 member over 4096 kept"]),
-    (
-        "ext-baggage-044",
-        &["§9/§3 limits on the header lens would send"],
-    ),
-    (
-        "ext-baggage-046",
-        &["§9/§3 limits on the header lens would send"],
-    ),
-    (
-        "ext-baggage-047",
-        &["§9/§3 limits on the header lens would send"],
-    ),
-    (
-        "ext-baggage-049",
-        &[
-            "§9/§3 baggage lines: one list",
-            "§9/§4 JSON value of another type ignored",
-        ],
-    ),
-    (
-        "ext-carrier_types-001",
-        &[
-            "§9/§1 differing traceparent lines: invalid",
-            "§9/§4 JSON value of another type ignored",
-        ],
-    ),
-    (
-        "ext-carrier_types-005",
-        &["§9/§4 JSON value of another type ignored"],
-    ),
-    (
-        "ext-carrier_types-007",
-        &["§9/§4 JSON value of another type ignored"],
-    ),
-    (
-        "ext-carrier_types-008",
-        &["§9/§4 JSON value of another type ignored"],
-    ),
-    (
-        "ext-carrier_types-010",
-        &["§9/§4 JSON value of another type ignored"],
-    ),
-];
 
 fn extract_cases() -> Vec<Case> {
     cases()
@@ -116,11 +26,10 @@ fn reserialized(cx: &Context) -> String {
 #[test]
 fn section_9_list_matches_the_expectation_file() {
     let cases = cases();
-    assert_differs_listed(
+    assert_section_9(
         cases
             .iter()
             .filter(|c| is_carrier_extract_group(&c.group) || c.group == "inject_context"),
-        SPEC_SECTION_9,
     );
 }
 

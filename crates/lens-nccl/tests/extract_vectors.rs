@@ -3,62 +3,21 @@
 //! and the `current_context` fallbacks.
 //!
 //! Where lens knowingly differs from Python (SPEC.md §4/§5/§9), the expectation comes from
-//! `lens-expected-public.json`; the `extract_nccl_bytes` ones are listed in
-//! [`DIFFERS_FROM_PYTHON`] with their SPEC rows.
+//! `lens-expected-public.json`; the `extract_nccl_bytes` ones are listed with their SPEC rows in
+//! `lens_testkit::vectors::SECTION_9`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+
+use lens_testkit::vectors::assert_section_9;
 
 use common::{assert_same_context, b64, caller_context, cases, cases_of, check_extract};
 use opentelemetry::Context;
 use serde_json::Value;
 
-/// The `extract_nccl_bytes` cases where lens differs from Python, and why.
-const DIFFERS_FROM_PYTHON: &[(&str, &[&str])] = &[
-    (
-        "ext-bytes-022",
-        &["§9/§4 strict JSON (NaN, Infinity, lone surrogates, depth 32, 64 KiB)"],
-    ),
-    (
-        "ext-bytes-028",
-        &["§4/§5 not a JSON object: caller's context"],
-    ),
-    (
-        "ext-bytes-029",
-        &["§4/§5 not a JSON object: caller's context"],
-    ),
-    (
-        "ext-bytes-031",
-        &["§4/§5 not a JSON object: caller's context"],
-    ),
-    (
-        "ext-bytes-032",
-        &["§4/§5 not a JSON object: caller's context"],
-    ),
-    (
-        "ext-bytes-034",
-        &["§9/§4 strict JSON (NaN, Infinity, lone surrogates, depth 32, 64 KiB)"],
-    ),
-    (
-        "ext-bytes-035",
-        &["§9/§4 strict JSON (NaN, Infinity, lone surrogates, depth 32, 64 KiB)"],
-    ),
-    (
-        "ext-bytes-038",
-        &["§9/§4 strict JSON (NaN, Infinity, lone surrogates, depth 32, 64 KiB)"],
-    ),
-    (
-        "ext-bytes-040",
-        &[
-            "§9/§4 strict JSON (NaN, Infinity, lone surrogates, depth 32, 64 KiB)",
-            "§4/§5 not a JSON object: caller's context",
-        ],
-    ),
-];
-
 #[test]
 fn differing_cases_are_the_listed_ones() {
-    common::assert_differs_listed(&cases_of("extract_nccl_bytes"), DIFFERS_FROM_PYTHON);
+    assert_section_9(&cases_of("extract_nccl_bytes"));
 }
 
 /// Cases with an empty array value, which the carrier holds as no key at all (SPEC.md §4; the

@@ -2,46 +2,20 @@
 //! what extracting the recorded Python bytes gives.
 //!
 //! Where lens knowingly differs from Python (SPEC.md §9), the expectation comes from
-//! `lens-expected-public.json`; those cases are listed in [`DIFFERS_FROM_PYTHON`] with their SPEC
-//! rows, and the test fails if the file's list changes.
+//! `lens-expected-public.json`; those cases are listed with their SPEC rows in
+//! `lens_testkit::vectors::SECTION_9`, and the test fails if the file's list changes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
+use lens_testkit::vectors::assert_section_9;
+
 use common::{active_context, b64, cases_of, check_extract};
 use opentelemetry::Context;
 
-/// The `serialize_context` cases where lens differs from the recorded Python bytes, and why.
-const DIFFERS_FROM_PYTHON: &[(&str, &[&str])] = &[
-    ("ser-010", &["§9 flags: unknown bits masked"]),
-    ("ser-013", &["§9/§5 all-zero ids: no traceparent"]),
-    ("ser-014", &["§9/§5 all-zero ids: no traceparent"]),
-    (
-        "ser-020",
-        &["§9/§3 space on inject: %20", "§9/§3 + in a value kept"],
-    ),
-    (
-        "ser-022",
-        &["§9/§3 space on inject: %20", "§9/§3 + in a value kept"],
-    ),
-    (
-        "ser-026",
-        &["§9/§3 space on inject: %20", "§9/§3 + in a value kept"],
-    ),
-    (
-        "ser-028",
-        &[
-            "§9/§3 key taken literally",
-            "§9/§3 non-token keys refused when set",
-        ],
-    ),
-    ("ser-031", &["§9/§3 non-token keys refused when set"]),
-    ("ser-037", &["§9/§3 member over 4096 kept"]),
-];
-
 #[test]
 fn differing_cases_are_the_listed_ones() {
-    common::assert_differs_listed(&cases_of("serialize_context"), DIFFERS_FROM_PYTHON);
+    assert_section_9(&cases_of("serialize_context"));
 }
 
 #[test]

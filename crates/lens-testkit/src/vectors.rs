@@ -144,6 +144,173 @@ pub fn pairs(v: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Every case that `lens-expected-public.json` marks as differing from the recorded Python value,
+/// with the SPEC.md rows that explain it (§9, and §4/§5 for carriers that are not a JSON object),
+/// in file order. Kept by hand: `tests/vectors_agree.rs` checks it against the file, and each
+/// vector test checks the part for its groups with [`assert_section_9`].
+pub const SECTION_9: &[(&str, &[&str])] = &[
+    ("ser-010", &["§9 flags: unknown bits masked"]),
+    ("ser-013", &["§9/§5 all-zero ids: no traceparent"]),
+    ("ser-014", &["§9/§5 all-zero ids: no traceparent"]),
+    (
+        "ser-020",
+        &["§9/§3 space on inject: %20", "§9/§3 + in a value kept"],
+    ),
+    (
+        "ser-022",
+        &["§9/§3 space on inject: %20", "§9/§3 + in a value kept"],
+    ),
+    (
+        "ser-026",
+        &["§9/§3 space on inject: %20", "§9/§3 + in a value kept"],
+    ),
+    (
+        "ser-028",
+        &[
+            "§9/§3 key taken literally",
+            "§9/§3 non-token keys refused when set",
+        ],
+    ),
+    ("ser-031", &["§9/§3 non-token keys refused when set"]),
+    ("ser-037", &["§9/§3 member over 4096 kept"]),
+    ("inj-005", &["§9/§3 member over 4096 kept"]),
+    ("ext-valid-005", &["§9/§3 + in a value kept"]),
+    ("ext-valid-011", &["§9 flags: unknown bits masked"]),
+    ("ext-valid-014", &["§9 flags: unknown bits masked"]),
+    (
+        "ext-traceparent-037",
+        &["§9/§1 trailing \\n / control characters: invalid"],
+    ),
+    (
+        "ext-traceparent-038",
+        &["§9/§1 trailing \\n / control characters: invalid"],
+    ),
+    (
+        "ext-traceparent-044",
+        &["§9/§1 trailing \\n / control characters: invalid"],
+    ),
+    ("ext-traceparent-053", &["§9/§8 traceparent 512 bytes"]),
+    ("ext-tracestate-014", &["§9/§2 tracestate W3C key grammar"]),
+    (
+        "ext-tracestate-034",
+        &["§9/§2 repeated tracestate key: first kept"],
+    ),
+    ("ext-baggage-004", &["§9/§3 space on inject: %20"]),
+    ("ext-baggage-007", &["§9/§3 key taken literally"]),
+    ("ext-baggage-008", &["§9/§3 key taken literally"]),
+    ("ext-baggage-016", &["§9/§3 properties as metadata"]),
+    ("ext-baggage-019", &["§9/§3 properties as metadata"]),
+    ("ext-baggage-035", &["§9/§3 key taken literally"]),
+    (
+        "ext-baggage-037",
+        &[
+            "§9/§3 space on inject: %20",
+            "§9/§3 encoded spaces at the ends of a value kept",
+        ],
+    ),
+    (
+        "ext-baggage-038",
+        &[
+            "§9/§3 space on inject: %20",
+            "§9/§3 encoded spaces at the ends of a value kept",
+        ],
+    ),
+    ("ext-baggage-040", &["§9/§3 member over 4096 kept"]),
+    (
+        "ext-baggage-044",
+        &["§9/§3 limits on the header lens would send"],
+    ),
+    (
+        "ext-baggage-046",
+        &["§9/§3 limits on the header lens would send"],
+    ),
+    (
+        "ext-baggage-047",
+        &["§9/§3 limits on the header lens would send"],
+    ),
+    (
+        "ext-baggage-049",
+        &[
+            "§9/§3 baggage lines: one list",
+            "§9/§4 JSON value of another type ignored",
+        ],
+    ),
+    (
+        "ext-carrier_types-001",
+        &[
+            "§9/§1 differing traceparent lines: invalid",
+            "§9/§4 JSON value of another type ignored",
+        ],
+    ),
+    (
+        "ext-carrier_types-005",
+        &["§9/§4 JSON value of another type ignored"],
+    ),
+    (
+        "ext-carrier_types-007",
+        &["§9/§4 JSON value of another type ignored"],
+    ),
+    (
+        "ext-carrier_types-008",
+        &["§9/§4 JSON value of another type ignored"],
+    ),
+    (
+        "ext-carrier_types-010",
+        &["§9/§4 JSON value of another type ignored"],
+    ),
+    (
+        "ext-bytes-022",
+        &["§9/§4 strict JSON (NaN, Infinity, lone surrogates, depth 32, 64 KiB)"],
+    ),
+    (
+        "ext-bytes-028",
+        &["§4/§5 not a JSON object: caller's context"],
+    ),
+    (
+        "ext-bytes-029",
+        &["§4/§5 not a JSON object: caller's context"],
+    ),
+    (
+        "ext-bytes-031",
+        &["§4/§5 not a JSON object: caller's context"],
+    ),
+    (
+        "ext-bytes-032",
+        &["§4/§5 not a JSON object: caller's context"],
+    ),
+    (
+        "ext-bytes-034",
+        &["§9/§4 strict JSON (NaN, Infinity, lone surrogates, depth 32, 64 KiB)"],
+    ),
+    (
+        "ext-bytes-035",
+        &["§9/§4 strict JSON (NaN, Infinity, lone surrogates, depth 32, 64 KiB)"],
+    ),
+    (
+        "ext-bytes-038",
+        &["§9/§4 strict JSON (NaN, Infinity, lone surrogates, depth 32, 64 KiB)"],
+    ),
+    (
+        "ext-bytes-040",
+        &[
+            "§9/§4 strict JSON (NaN, Infinity, lone surrogates, depth 32, 64 KiB)",
+            "§4/§5 not a JSON object: caller's context",
+        ],
+    ),
+];
+
+/// Asserts that the cases among `cases` that `lens-expected-public.json` marks as differing from
+/// Python are exactly the ones [`SECTION_9`] lists for them, with the same rows.
+pub fn assert_section_9<'a>(cases: impl IntoIterator<Item = &'a Case>) {
+    let cases: Vec<&Case> = cases.into_iter().collect();
+    let listed: Vec<(&str, &[&str])> = SECTION_9
+        .iter()
+        .filter(|(id, _)| cases.iter().any(|c| c.id == *id))
+        .copied()
+        .collect();
+    assert_differs_listed(cases, &listed);
+}
+
 /// Asserts that the cases among `cases` that `lens-expected-public.json` marks as differing from
 /// Python are exactly the `listed` ones, each with exactly the listed SPEC.md rows, so that
 /// neither the test's list nor the file can drift. `listed`: `(id, rows)`, in any order.

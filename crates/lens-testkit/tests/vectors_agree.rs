@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use lens_testkit::describe::PROPERTY_WHITESPACE_CASES;
-use lens_testkit::vectors::is_carrier_extract_group;
+use lens_testkit::vectors::{SECTION_9, assert_differs_listed, is_carrier_extract_group};
 use lens_testkit::{cases, describe, fixtures};
 
 /// The property-whitespace cases are exactly those whose note says the whitespace is not
@@ -53,4 +53,12 @@ fn describe_reads_what_the_context_holds() {
         ]
     );
     assert_eq!(describe(&opentelemetry::Context::new()), Default::default());
+}
+
+/// [`SECTION_9`] lists every differing case of the file, with its rows.
+#[test]
+fn section_9_lists_every_differing_case() {
+    let cases = cases();
+    assert_differs_listed(&cases, SECTION_9);
+    assert!(SECTION_9.len() >= 40, "{}", SECTION_9.len());
 }

@@ -6,7 +6,6 @@ use opentelemetry::Context;
 use serde_json::Value;
 
 pub use lens_testkit::fixtures::caller_context;
-pub use lens_testkit::vectors::assert_differs_listed;
 pub use lens_testkit::{active_context, assert_same_context, b64, cases, cases_of, check_context};
 
 /// [`lens_testkit::check_extract`], reserializing with `lens_nccl::serialize_context_from`.
