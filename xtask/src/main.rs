@@ -155,10 +155,22 @@ const OPTIONAL_STEPS: &[OptionalStep] = &[
         },
     },
     OptionalStep {
-        name: "lens-nccl tests (feature cuda; GPU suites skip without a GPU)",
+        name: "lens-nccl and lens-dist NCCL tests (GPU suites skip without a GPU)",
         requires: || Ok(()),
         install: "",
-        command: || cargo(&["test", "-p", "lens-nccl", "--features", "cuda"]),
+        command: || {
+            cargo(&[
+                "test",
+                "-p",
+                "lens-nccl",
+                "-p",
+                "lens-dist",
+                "--features",
+                "lens-nccl/cuda",
+                "--features",
+                "lens-dist/nccl",
+            ])
+        },
     },
     OptionalStep {
         name: "interop (Python NeMo Lens)",
