@@ -13,6 +13,7 @@ use axum::extract::MatchedPath;
 use http::header::{HOST, HeaderName, HeaderValue, USER_AGENT};
 use http::{HeaderMap, Method, Request, Response, Uri, Version};
 use lens_core::policy::{InboundPolicy, InboundRequest};
+use lens_core::semconv::known_http_method;
 use lens_core::traceresponse::{TRACERESPONSE_HEADER, TraceResponse};
 use lens_core::{HeaderCarrier, W3cPropagator};
 use opentelemetry::global::BoxedTracer;
@@ -400,24 +401,8 @@ fn peer_addr<B>(_req: &Request<B>) -> Option<SocketAddr> {
     None
 }
 
-/// The method as semantic conventions want it: one of the known methods, else `None`.
-fn known_method(method: &Method) -> Option<&'static str> {
-    Some(match method.as_str() {
-        "GET" => "GET",
-        "POST" => "POST",
-        "PUT" => "PUT",
-        "DELETE" => "DELETE",
-        "HEAD" => "HEAD",
-        "OPTIONS" => "OPTIONS",
-        "PATCH" => "PATCH",
-        "CONNECT" => "CONNECT",
-        "TRACE" => "TRACE",
-        _ => return None,
-    })
-}
-
 fn default_span_name(method: &Method, route: Option<&str>) -> Cow<'static, str> {
-    let method = known_method(method).unwrap_or("HTTP");
+    let method = known_http_method(method).unwrap_or("HTTP");
     match route {
         Some(route) => {
             let mut name = String::with_capacity(method.len() + 1 + route.len());
@@ -459,7 +444,7 @@ fn split_host_port(authority: &str) -> Option<(&str, Option<u16>)> {
 
 fn request_attributes(info: &RequestInfo<'_>, peer: Option<SocketAddr>) -> Vec<KeyValue> {
     let mut attrs = Vec::with_capacity(11);
-    match known_method(info.method) {
+    match known_http_method(info.method) {
         Some(m) => attrs.push(KeyValue::new("http.request.method", m)),
         None => {
             attrs.push(KeyValue::new("http.request.method", "_OTHER"));

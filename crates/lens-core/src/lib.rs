@@ -37,6 +37,7 @@ pub mod limits;
 pub mod policy;
 mod propagator;
 pub mod random_flag;
+pub mod semconv;
 pub mod traceparent;
 pub mod traceresponse;
 pub mod tracestate;

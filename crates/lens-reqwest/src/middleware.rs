@@ -14,8 +14,9 @@ use opentelemetry::{Context, KeyValue};
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
-use crate::url::{known_method, redacted_url, server_address};
+use crate::url::{redacted_url, server_address};
 use lens_core::random_flag::context_with_span;
+use lens_core::semconv::known_http_method;
 
 /// How many times this request has been sent before, kept in the request's `Extensions`,
 /// which retry middleware hands to every attempt.
@@ -141,7 +142,7 @@ impl LensMiddleware {
             }
         };
 
-        let method = known_method(req.method());
+        let method = known_http_method(req.method());
         let url = req.url();
         let mut attributes = Vec::with_capacity(6);
         attributes.push(KeyValue::new(

@@ -1,6 +1,5 @@
 //! URL attributes: `url.full` with credentials redacted, `server.address`.
 
-use http::Method;
 use reqwest::Url;
 
 /// Query parameters whose values never go into `url.full` (compared case-insensitively): the
@@ -38,22 +37,6 @@ fn is_sensitive(key: &str) -> bool {
     SENSITIVE_QUERY_KEYS
         .iter()
         .any(|k| k.eq_ignore_ascii_case(key))
-}
-
-/// The method as semantic conventions want it: one of the known methods, else `None`.
-pub(crate) fn known_method(method: &Method) -> Option<&'static str> {
-    Some(match method.as_str() {
-        "GET" => "GET",
-        "POST" => "POST",
-        "PUT" => "PUT",
-        "DELETE" => "DELETE",
-        "HEAD" => "HEAD",
-        "OPTIONS" => "OPTIONS",
-        "PATCH" => "PATCH",
-        "CONNECT" => "CONNECT",
-        "TRACE" => "TRACE",
-        _ => return None,
-    })
 }
 
 /// The host without IPv6 brackets.
