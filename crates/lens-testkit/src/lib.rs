@@ -34,6 +34,7 @@
 pub mod active;
 pub mod describe;
 pub mod fixtures;
+pub mod recorder;
 pub mod vectors;
 
 pub use active::active_context;

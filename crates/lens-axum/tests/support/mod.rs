@@ -9,68 +9,12 @@
 )]
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::Router;
-use opentelemetry::Context;
 use opentelemetry::trace::{SpanKind, TracerProvider as _};
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{
-    Sampler, SdkTracer, SdkTracerProvider, Span, SpanData, SpanProcessor,
-};
-use tokio::sync::Notify;
+use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider, SpanData};
 
-/// Collects ended spans and wakes waiters.
-#[derive(Clone, Debug, Default)]
-pub struct Recorder {
-    spans: Arc<Mutex<Vec<SpanData>>>,
-    notify: Arc<Notify>,
-}
-
-impl SpanProcessor for Recorder {
-    fn on_start(&self, _span: &mut Span, _cx: &Context) {}
-
-    fn on_end(&self, span: SpanData) {
-        self.spans.lock().unwrap().push(span);
-        self.notify.notify_waiters();
-    }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        Ok(())
-    }
-
-    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
-        Ok(())
-    }
-}
-
-impl Recorder {
-    /// Waits until at least `n` spans have ended (fails the test after 20 s) and returns all.
-    pub async fn wait_for(&self, n: usize) -> Vec<SpanData> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            let notified = self.notify.notified();
-            {
-                let spans = self.spans.lock().unwrap();
-                if spans.len() >= n {
-                    return spans.clone();
-                }
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                panic!(
-                    "expected {n} ended spans, got {}",
-                    self.spans.lock().unwrap().len()
-                );
-            }
-        }
-    }
-
-    /// The spans ended so far.
-    pub fn ended(&self) -> Vec<SpanData> {
-        self.spans.lock().unwrap().clone()
-    }
-}
+pub use lens_testkit::recorder::Recorder;
 
 /// A tracer provider (parent-based, always-on sampler) recording into a [`Recorder`].
 pub fn provider() -> (SdkTracerProvider, SdkTracer, Recorder) {
