@@ -6,6 +6,7 @@
 //! * `cargo xtask interop`: lens against the real Python NeMo Lens, live (see `interop.rs`).
 //!
 //! Only std: every task shells out to `cargo`.
+#![forbid(unsafe_code)]
 
 mod fuzz;
 mod gpu;

@@ -6,6 +6,7 @@
 //!   as one trace (a waterfall; `--json`, `--html FILE`, `--requests N`, `--otlp URL`).
 //!
 //! Exit status: 0 valid, 1 invalid, 2 usage error.
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 
