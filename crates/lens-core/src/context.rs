@@ -193,6 +193,32 @@ pub(crate) fn with_lens_parts(
     cx.with_value(state)
 }
 
+/// The Context extract gives: `cx` with the remote span (and lens's tracestate copy, when there
+/// is one) and the extracted baggage (opentelemetry's and lens's copy). The baggage goes in
+/// before the span, so that the anchor of lens's baggage copy holds no span.
+pub(crate) fn extracted_context(
+    cx: &Context,
+    trace: Option<(SpanContext, Option<TraceStateCopy>)>,
+    baggage: Option<(Baggage, StoredBaggage)>,
+) -> Context {
+    let (sc, tracestate) = match trace {
+        Some((sc, copy)) => (Some(sc), copy),
+        None => (None, None),
+    };
+    let cx = if tracestate.is_none() && baggage.is_none() {
+        if sc.is_none() {
+            return cx.clone();
+        }
+        Cow::Borrowed(cx)
+    } else {
+        Cow::Owned(with_lens_parts(cx, tracestate, baggage))
+    };
+    match sc {
+        Some(sc) => cx.with_remote_span_context(sc),
+        None => cx.into_owned(),
+    }
+}
+
 /// Rebuilds an ordered list from opentelemetry's `Baggage` (its iteration order; entries that
 /// are not valid per SPEC §3 are left out).
 pub(crate) fn baggage_from_otel(b: &Baggage, limits: &Limits) -> BaggageList {

@@ -12,7 +12,7 @@ use opentelemetry::trace::{SpanContext, TraceContextExt, TraceState};
 use crate::Limits;
 use crate::baggage::BaggageList;
 use crate::context::{
-    LensState, TraceStateCopy, baggage_from_otel, extract_baggage, with_lens_parts,
+    LensState, TraceStateCopy, baggage_from_otel, extract_baggage, extracted_context,
 };
 use crate::traceparent::TraceParent;
 use crate::tracestate::{ExtractedTraceState, header_from_otel};
@@ -219,37 +219,41 @@ impl W3cPropagator {
 
     /// The remote span context in the carrier, if its traceparent is valid (tracestate included).
     pub fn extract_span_context(&self, extractor: &dyn Extractor) -> Option<SpanContext> {
-        self.extract_trace(extractor).map(|(sc, _)| sc)
+        let tp = self.traceparent_from(extractor)?;
+        let tracestate = extractor.get_all(TRACESTATE_HEADER);
+        Some(self.remote_span(&tp, tracestate.as_deref(), false).0)
     }
 
-    fn extract_trace(
-        &self,
-        extractor: &dyn Extractor,
-    ) -> Option<(SpanContext, Option<TraceStateCopy>)> {
-        self.extract_trace_with(extractor, |_| false)
-    }
-
-    /// Extracts the remote span context; lens's own tracestate list is kept when opentelemetry's
-    /// `TraceState` cannot hold every member, or when `keep_list` says so.
-    fn extract_trace_with(
-        &self,
-        extractor: &dyn Extractor,
-        keep_list: impl FnOnce(&dyn Extractor) -> bool,
-    ) -> Option<(SpanContext, Option<TraceStateCopy>)> {
+    /// The valid traceparent in the carrier, if any.
+    fn traceparent_from(&self, extractor: &dyn Extractor) -> Option<TraceParent> {
         let lines = extractor.get_all(TRACEPARENT_HEADER)?;
-        let tp = TraceParent::parse_lines(lines, self.limits.traceparent_bytes).ok()?;
-        let Some(lines) = extractor.get_all(TRACESTATE_HEADER) else {
-            return Some((tp.to_remote_span_context(TraceState::NONE), None));
+        TraceParent::parse_lines(lines, self.limits.traceparent_bytes).ok()
+    }
+
+    /// The remote span context of a valid traceparent and its tracestate lines; lens's own
+    /// tracestate list is kept when opentelemetry's `TraceState` cannot hold every member, or
+    /// when `keep_list` says so.
+    fn remote_span(
+        &self,
+        tp: &TraceParent,
+        tracestate: Option<&[&str]>,
+        keep_list: bool,
+    ) -> (SpanContext, Option<TraceStateCopy>) {
+        let Some(lines) = tracestate else {
+            return (tp.to_remote_span_context(TraceState::NONE), None);
         };
-        let state = ExtractedTraceState::parse(&lines, &self.limits);
+        let state = ExtractedTraceState::parse(lines, &self.limits);
         let sc = tp.to_remote_span_context(state.to_otel());
-        let keep = state.needs_list() || keep_list(extractor);
-        let copy = if keep { state.into_list() } else { None };
+        let copy = if state.needs_list() || keep_list {
+            state.into_list()
+        } else {
+            None
+        };
         let copy = copy.map(|list| TraceStateCopy {
             trace_id: tp.trace_id,
             list,
         });
-        Some((sc, copy))
+        (sc, copy)
     }
 
     /// The baggage in the carrier, `None` when there is no baggage header.
@@ -257,6 +261,60 @@ impl W3cPropagator {
         let lines = extractor.get_all(BAGGAGE_HEADER)?;
         Some(BaggageList::parse(lines, &self.limits, self.plus_as_space))
     }
+
+    /// Extracts into `cx` from header lines already read from a carrier: what
+    /// [`TextMapPropagator::extract_with_context`] does once it has the lines, without asking an
+    /// [`Extractor`] for them (no `Vec` per header). An empty slice is an absent header.
+    ///
+    /// ```
+    /// use lens_core::{HeaderLines, W3cPropagator};
+    /// use opentelemetry::Context;
+    /// use opentelemetry::baggage::BaggageExt;
+    /// use opentelemetry::trace::TraceContextExt;
+    ///
+    /// let lines = HeaderLines {
+    ///     traceparent: &["00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"],
+    ///     baggage: &["user=alice", "tier=gold"],
+    ///     ..HeaderLines::default()
+    /// };
+    /// let cx = W3cPropagator::new().extract_lines(&Context::new(), lines);
+    /// assert!(cx.span().span_context().is_remote());
+    /// assert_eq!(cx.baggage().get("tier").map(|v| v.as_str()), Some("gold"));
+    /// ```
+    pub fn extract_lines(&self, cx: &Context, lines: HeaderLines<'_>) -> Context {
+        let baggage = if self.baggage && !lines.baggage.is_empty() {
+            extract_baggage(lines.baggage, &self.limits, self.plus_as_space)
+        } else {
+            None
+        };
+        let trace = if self.trace_context {
+            TraceParent::parse_lines(
+                lines.traceparent.iter().copied(),
+                self.limits.traceparent_bytes,
+            )
+            .ok()
+            .map(|tp| {
+                let tracestate = (!lines.tracestate.is_empty()).then_some(lines.tracestate);
+                self.remote_span(&tp, tracestate, baggage.is_some())
+            })
+        } else {
+            None
+        };
+        extracted_context(cx, trace, baggage)
+    }
+}
+
+/// Header lines read from a carrier, for [`W3cPropagator::extract_lines`]; an empty slice is an
+/// absent header. Several lines of one header are what several header fields of that name
+/// give (SPEC.md §1-§3 say how they combine).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HeaderLines<'a> {
+    /// The `traceparent` lines.
+    pub traceparent: &'a [&'a str],
+    /// The `tracestate` lines.
+    pub tracestate: &'a [&'a str],
+    /// The `baggage` lines.
+    pub baggage: &'a [&'a str],
 }
 
 /// Small helper: opentelemetry's `TraceState` has no `is_empty`.
@@ -285,19 +343,15 @@ impl TextMapPropagator for W3cPropagator {
         } else {
             None
         };
-        let mut out = None;
-        let mut tracestate = None;
-        if self.trace_context
-            && let Some((sc, copy)) = self.extract_trace_with(extractor, |_| baggage.is_some())
-        {
-            out = Some(cx.with_remote_span_context(sc));
-            tracestate = copy;
-        }
-        let base = out.as_ref().unwrap_or(cx);
-        if tracestate.is_none() && baggage.is_none() {
-            return out.unwrap_or_else(|| cx.clone());
-        }
-        with_lens_parts(base, tracestate, baggage)
+        let trace = if self.trace_context {
+            self.traceparent_from(extractor).map(|tp| {
+                let tracestate = extractor.get_all(TRACESTATE_HEADER);
+                self.remote_span(&tp, tracestate.as_deref(), baggage.is_some())
+            })
+        } else {
+            None
+        };
+        extracted_context(cx, trace, baggage)
     }
 
     fn fields(&self) -> FieldIter<'_> {
