@@ -24,16 +24,21 @@ const USAGE: &str = "\
 usage: lens w3c-service [--listen ADDR]
 
 Runs the service under test of the W3C Trace Context test suite (SPEC.md section 11) on ADDR
-(default 127.0.0.1:7777; port 0 picks a free port). Prints `listening on http://ADDR` once ready.
+(default 127.0.0.1:7778, leaving 7777 to the harness; port 0 picks a free port). Prints
+`listening on http://ADDR` once ready.
 Each POST (any path) carries a JSON array of {\"url\", \"arguments\"}: the service POSTs the
 arguments to each url in order, from a new client span each, then answers 200.";
+
+/// The address served when `--listen` is not given. Not 7777: the official harness binds
+/// 127.0.0.1:7777 itself, so a service there could never run beside it.
+const DEFAULT_LISTEN: &str = "127.0.0.1:7778";
 
 /// Exit status for a command-line (usage) error.
 const USAGE_ERROR: u8 = 2;
 
 /// Runs `lens w3c-service ARGS`.
 pub(crate) fn main(args: &[String]) -> ExitCode {
-    let mut listen = "127.0.0.1:7777".to_owned();
+    let mut listen = DEFAULT_LISTEN.to_owned();
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
@@ -157,4 +162,32 @@ async fn handle(
         });
     }
     (StatusCode::OK, Value::Array(results).to_string())
+}
+
+#[cfg(test)]
+#[allow(clippy::panic)]
+mod tests {
+    use std::net::SocketAddr;
+
+    use super::{DEFAULT_LISTEN, USAGE};
+
+    /// The port the official W3C harness binds (test.py: `HARNESS_PORT`, default 7777).
+    const HARNESS_PORT: u16 = 7777;
+
+    #[test]
+    fn default_address_leaves_the_harness_port_free_and_is_documented() {
+        let addr: SocketAddr = DEFAULT_LISTEN
+            .parse()
+            .unwrap_or_else(|e| panic!("DEFAULT_LISTEN {DEFAULT_LISTEN:?} is not an address: {e}"));
+        assert!(addr.ip().is_loopback(), "{addr}");
+        assert_ne!(
+            addr.port(),
+            HARNESS_PORT,
+            "the harness binds {HARNESS_PORT} itself"
+        );
+        assert!(
+            USAGE.contains(&format!("default {DEFAULT_LISTEN}")),
+            "usage must name the default: {USAGE}"
+        );
+    }
 }
