@@ -11,6 +11,8 @@ use opentelemetry::trace::{SpanContext, TraceContextExt, TraceState};
 
 use crate::Limits;
 use crate::baggage::BaggageList;
+use crate::carrier::CarrierError;
+use crate::carrier::json::{JsonLines, parse_propagation_lines};
 use crate::context::{
     LensState, TraceStateCopy, baggage_from_otel, extract_baggage, extracted_context,
 };
@@ -301,6 +303,63 @@ impl W3cPropagator {
             None
         };
         extracted_context(cx, trace, baggage)
+    }
+
+    /// Extracts into `cx` straight from the bytes of a JSON carrier (SPEC.md §4): what decoding
+    /// them with [`Carrier::from_json_bytes_with_limits`](crate::Carrier::from_json_bytes_with_limits)
+    /// (this propagator's [`Limits`]) and extracting from that carrier gives, without building
+    /// the `Carrier`: the header values
+    /// are read in place unless a JSON escape forces a copy. Bytes the decoder rejects are the
+    /// same error.
+    ///
+    /// ```
+    /// use lens_core::W3cPropagator;
+    /// use opentelemetry::Context;
+    /// use opentelemetry::trace::TraceContextExt;
+    ///
+    /// let json = br#"{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}"#;
+    /// let cx = W3cPropagator::new().extract_json(&Context::new(), json).unwrap();
+    /// assert!(cx.span().span_context().is_remote());
+    /// assert!(W3cPropagator::new().extract_json(&Context::new(), b"[1]").is_err());
+    /// ```
+    pub fn extract_json(&self, cx: &Context, json: &[u8]) -> Result<Context, CarrierError> {
+        let found = parse_propagation_lines(json, &self.limits)?;
+        let (traceparent, tracestate, baggage) = (
+            LineRefs::of(&found.traceparent),
+            LineRefs::of(&found.tracestate),
+            LineRefs::of(&found.baggage),
+        );
+        Ok(self.extract_lines(
+            cx,
+            HeaderLines {
+                traceparent: traceparent.as_slice(),
+                tracestate: tracestate.as_slice(),
+                baggage: baggage.as_slice(),
+            },
+        ))
+    }
+}
+
+/// The lines of one header of a JSON carrier as `&str`s: one line needs no `Vec`.
+enum LineRefs<'a> {
+    Inline([&'a str; 1], usize),
+    Heap(Vec<&'a str>),
+}
+
+impl<'a> LineRefs<'a> {
+    fn of(lines: &'a JsonLines<'_>) -> Self {
+        match lines {
+            JsonLines::Absent => LineRefs::Inline([""], 0),
+            JsonLines::One(line) => LineRefs::Inline([line.as_ref()], 1),
+            JsonLines::Many(lines) => LineRefs::Heap(lines.iter().map(AsRef::as_ref).collect()),
+        }
+    }
+
+    fn as_slice(&self) -> &[&'a str] {
+        match self {
+            LineRefs::Inline(line, len) => line.get(..*len).unwrap_or_default(),
+            LineRefs::Heap(lines) => lines,
+        }
     }
 }
 

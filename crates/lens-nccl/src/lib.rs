@@ -95,7 +95,7 @@ pub use frame::{
 };
 pub use lens_core::Carrier;
 
-use lens_core::{extract_context, inject_context_from};
+use lens_core::inject_context_from;
 use opentelemetry::Context;
 
 /// The current Context as NCCL bytes (NeMo Lens `serialize_context()`): exactly what Python's
@@ -149,8 +149,9 @@ pub fn deserialize_context(bytes: &[u8]) -> Option<Carrier> {
 /// empty Context. Bytes that are rejected (see [`deserialize_context`]) give the caller's current
 /// Context, as Python does.
 pub fn extract_nccl_context(bytes: &[u8]) -> Context {
-    match Carrier::from_json_bytes(bytes) {
-        Ok(carrier) => extract_context(&carrier),
-        Err(_) => Context::current(),
-    }
+    // Reads the header values in place: no `Carrier` is built (SPEC.md §4 decoding still
+    // applies whole, within the process-wide propagator's limits).
+    lens_core::propagator()
+        .extract_json(&Context::new(), bytes)
+        .unwrap_or_else(|_| Context::current())
 }

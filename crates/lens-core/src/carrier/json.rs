@@ -3,6 +3,7 @@
 
 use super::{CarrierError, Lines};
 use crate::Limits;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 // ---------------------------------------------------------------------------------------------
@@ -124,6 +125,26 @@ pub(super) fn parse_carrier(
     bytes: &[u8],
     limits: &Limits,
 ) -> Result<Vec<(String, Lines)>, CarrierError> {
+    parse_top(bytes, limits, Parser::top_object)
+}
+
+/// The propagation headers of a JSON carrier, read without building a [`super::Carrier`]: the
+/// lines of `traceparent`, `tracestate` and `baggage`, borrowed from `bytes` unless a JSON escape
+/// forces a copy. The same input is accepted and rejected, and each of these keys has the same
+/// lines, as [`super::Carrier::from_json_bytes_with_limits`] gives.
+pub(crate) fn parse_propagation_lines<'a>(
+    bytes: &'a [u8],
+    limits: &Limits,
+) -> Result<PropagationLines<'a>, CarrierError> {
+    parse_top(bytes, limits, Parser::top_object_propagation)
+}
+
+/// Validates the whole input and parses its top-level object with `object`.
+fn parse_top<'a, T>(
+    bytes: &'a [u8],
+    limits: &Limits,
+    object: impl FnOnce(&mut Parser<'a>) -> Result<T, CarrierError>,
+) -> Result<T, CarrierError> {
     if bytes.len() > limits.carrier_bytes {
         return Err(CarrierError::TooLarge {
             len: bytes.len(),
@@ -143,7 +164,7 @@ pub(super) fn parse_carrier(
     };
     p.skip_ws();
     let entries = if p.peek() == Some(b'{') {
-        Some(p.top_object()?)
+        Some(object(&mut p)?)
     } else {
         if p.b.starts_with("\u{feff}".as_bytes()) {
             return Err(p.err("byte-order mark (not JSON)"));
@@ -161,6 +182,40 @@ pub(super) fn parse_carrier(
     }
 }
 
+/// Bytes that end the plain run of a JSON string: the closing quote, an escape, a control
+/// character.
+const STRING_STOP: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = true;
+        b += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+/// The lines of one propagation header in a JSON carrier.
+#[derive(Debug, Default)]
+pub(crate) enum JsonLines<'a> {
+    /// No such key, an empty array, or a value of an ignored type.
+    #[default]
+    Absent,
+    /// A string.
+    One(Cow<'a, str>),
+    /// An array of strings.
+    Many(Vec<Cow<'a, str>>),
+}
+
+/// `traceparent`, `tracestate` and `baggage` of a JSON carrier.
+#[derive(Debug, Default)]
+pub(crate) struct PropagationLines<'a> {
+    pub(crate) traceparent: JsonLines<'a>,
+    pub(crate) tracestate: JsonLines<'a>,
+    pub(crate) baggage: JsonLines<'a>,
+}
+
 /// The value of one top-level key while parsing.
 enum Slot {
     /// Lines of a string or an array of strings (possibly none).
@@ -176,7 +231,7 @@ struct Parser<'a> {
     depth_limit: usize,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn peek(&self) -> Option<u8> {
         self.b.get(self.pos).copied()
     }
@@ -275,6 +330,125 @@ impl Parser<'_> {
                 _ => None,
             })
             .collect())
+    }
+
+    /// [`Parser::top_object`] keeping only the propagation headers, borrowed where possible.
+    fn top_object_propagation(&mut self) -> Result<PropagationLines<'a>, CarrierError> {
+        if self.depth_limit < 1 {
+            return Err(self.too_deep());
+        }
+        self.pos += 1;
+        let mut found = PropagationLines::default();
+        self.skip_ws();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+            return Ok(found);
+        }
+        loop {
+            self.skip_ws();
+            if self.peek() != Some(b'"') {
+                return Err(self.err("expected a string key"));
+            }
+            let key = self.string_cow()?;
+            self.skip_ws();
+            self.expect(b':', "expected ':' after a key")?;
+            self.skip_ws();
+            // Python dict semantics: the last value of a repeated key wins.
+            let slot = match key.as_ref() {
+                "traceparent" => Some(&mut found.traceparent),
+                "tracestate" => Some(&mut found.tracestate),
+                "baggage" => Some(&mut found.baggage),
+                _ => None,
+            };
+            match slot {
+                Some(slot) => *slot = self.member_lines()?,
+                None => self.skip_value(1)?,
+            }
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => return Err(self.err("expected ',' or '}' in an object")),
+            }
+        }
+        Ok(found)
+    }
+
+    /// [`Parser::member_value`] as borrowed lines.
+    fn member_lines(&mut self) -> Result<JsonLines<'a>, CarrierError> {
+        match self.peek() {
+            Some(b'"') => Ok(JsonLines::One(self.string_cow()?)),
+            Some(b'[') => {
+                if self.depth_limit < 2 {
+                    return Err(self.too_deep());
+                }
+                self.pos += 1;
+                let mut lines = Some(Vec::new());
+                self.skip_ws();
+                if self.peek() == Some(b']') {
+                    self.pos += 1;
+                    return Ok(JsonLines::Absent);
+                }
+                loop {
+                    self.skip_ws();
+                    match (&mut lines, self.peek()) {
+                        (Some(list), Some(b'"')) => list.push(self.string_cow()?),
+                        (None, Some(b'"')) => self.string(None)?,
+                        _ => {
+                            lines = None;
+                            self.skip_value(2)?;
+                        }
+                    }
+                    self.skip_ws();
+                    match self.peek() {
+                        Some(b',') => self.pos += 1,
+                        Some(b']') => {
+                            self.pos += 1;
+                            break;
+                        }
+                        _ => return Err(self.err("expected ',' or ']' in an array")),
+                    }
+                }
+                Ok(match lines {
+                    Some(mut list) if list.len() == 1 => {
+                        list.pop().map_or(JsonLines::Absent, JsonLines::One)
+                    }
+                    Some(list) if !list.is_empty() => JsonLines::Many(list),
+                    _ => JsonLines::Absent,
+                })
+            }
+            _ => {
+                self.skip_value(1)?;
+                Ok(JsonLines::Absent)
+            }
+        }
+    }
+
+    /// A JSON string, the cursor on its opening quote: borrowed from the input unless it holds
+    /// an escape.
+    fn string_cow(&mut self) -> Result<Cow<'a, str>, CarrierError> {
+        let start = self.pos;
+        let text: &'a str = self.text;
+        // Common case: no escape and no control character before the closing quote.
+        let bytes = self.b;
+        let mut end = start + 1;
+        while let Some(&c) = bytes.get(end) {
+            if STRING_STOP[usize::from(c)] {
+                break;
+            }
+            end += 1;
+        }
+        if bytes.get(end) == Some(&b'"') {
+            self.pos = end + 1;
+            // Cut at ASCII bytes, so on character boundaries.
+            return Ok(Cow::Borrowed(text.get(start + 1..end).unwrap_or_default()));
+        }
+        let mut owned = String::new();
+        self.string(Some(&mut owned))?;
+        Ok(Cow::Owned(owned))
     }
 
     /// Parses the value of a top-level key (level 2 if it is a container).

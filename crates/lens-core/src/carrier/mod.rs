@@ -6,7 +6,7 @@
 //! - [`HeaderCarrier`]: `http::HeaderMap`; names are case-insensitive and every line of a name is read.
 
 mod header;
-mod json;
+pub(crate) mod json;
 mod map;
 #[cfg(feature = "serde")]
 mod serde_impl;
