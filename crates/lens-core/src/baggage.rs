@@ -641,6 +641,24 @@ struct ValueScan {
     needs_decoding: bool,
     /// Bytes outside the RFC 3986 unreserved set (each encodes to 3 bytes).
     reserved: usize,
+    /// Bytes that stop the raw value from being what lens sends for its decoded value: any
+    /// reserved byte other than a `%XX` escape (uppercase hex) of a byte lens escapes too.
+    not_canonical: usize,
+}
+
+/// Whether the `%` at `at` starts an escape that [`encode_value`] writes exactly so: two
+/// uppercase hex digits, for a byte outside the unreserved set.
+#[inline]
+fn canonical_escape(bytes: &[u8], at: usize) -> bool {
+    let digit = |i: usize| match bytes.get(i) {
+        Some(&b @ b'0'..=b'9') => Some(b - b'0'),
+        Some(&b @ b'A'..=b'F') => Some(b - b'A' + 10),
+        _ => None,
+    };
+    match (digit(at + 1), digit(at + 2)) {
+        (Some(hi), Some(lo)) => !is_unreserved(hi << 4 | lo),
+        _ => false,
+    }
 }
 
 /// Byte classes of [`BYTE_CLASS`].
@@ -746,26 +764,33 @@ fn scan_member(line: &str, start: usize, plus_as_space: bool) -> (Option<Scanned
     let mut scan = ValueScan {
         needs_decoding: false,
         reserved: 0,
+        not_canonical: 0,
     };
     i = value_start;
     while let Some(&b) = bytes.get(i) {
         match BYTE_CLASS[usize::from(b)] {
             UNRESERVED => {}
-            OCTET => scan.reserved += 1,
+            OCTET => {
+                scan.reserved += 1;
+                scan.not_canonical += 1;
+            }
             PERCENT => {
                 scan.needs_decoding = true;
                 scan.reserved += 1;
+                scan.not_canonical += usize::from(!canonical_escape(bytes, i));
             }
             PLUS => {
                 scan.needs_decoding |= plus_as_space;
                 scan.reserved += 1;
+                scan.not_canonical += 1;
             }
             _ => break,
         }
         i += 1;
     }
     let value_end = i;
-    canonical &= scan.reserved == 0;
+    // Escapes are checked here; whether they decode to UTF-8 is known only once decoded.
+    canonical &= scan.not_canonical == 0;
     i = skip_ows(bytes, i);
     let member = |properties, properties_len, end, canonical| ScannedMember {
         key: (key_start, key_end),
@@ -837,11 +862,19 @@ pub(crate) fn parse_fast(
             let stop = count >= limits.baggage_members
                 || base + member_len(key, raw_value.len().div_ceil(3), m.properties_len)
                     > limits.baggage_bytes;
+            let mut canonical = m.canonical;
             let (value, encoded) = if stop {
                 (Cow::Borrowed(raw_value), 0)
             } else if m.scan.needs_decoding {
                 let decoded = decode_value(raw_value, plus_as_space, &mut scratch);
-                let len = encoded_len(&decoded);
+                // Canonical escapes re-encode to themselves when they decode to UTF-8 (the
+                // decoded bytes are then borrowed, not a lossy copy).
+                canonical &= matches!(decoded, Cow::Borrowed(_));
+                let len = if canonical {
+                    raw_value.len()
+                } else {
+                    encoded_len(&decoded)
+                };
                 (decoded, len)
             } else {
                 (
@@ -866,7 +899,7 @@ pub(crate) fn parse_fast(
                 Some((_, _, end)) => line_no == 0 && m.key.0 == end + 1,
             };
             let properties = m.properties.and_then(|(a, b)| line.get(a..b));
-            if m.canonical && extends_slice {
+            if canonical && extends_slice {
                 let start = slice.map_or(m.key.0, |(_, start, _)| start);
                 slice = Some((line, start, m.end));
             } else {

@@ -41,6 +41,13 @@ fn baggage_member() -> impl Strategy<Value = String> {
         Just("%2"),
         Just("%C3%A9"),
         Just("%FF"),
+        // Escapes that are already what lens sends, and near misses: lowercase hex, an
+        // escaped unreserved byte, canonical escapes of bytes that are not UTF-8.
+        Just("a%20b%2C%3B"),
+        Just("%c3%a9"),
+        Just("%41"),
+        Just("%F0%9F%98"),
+        Just("%E2%82%AC%25"),
         Just("a+b"),
         Just("x/y:z="),
         Just("a b"),
