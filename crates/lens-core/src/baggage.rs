@@ -844,7 +844,6 @@ pub(crate) fn parse_fast(
     // the first line, the header is `line[start..end]` and `header` stays empty.
     let mut slice: Option<(&str, usize, usize)> = None;
     let mut size = 0usize;
-    let mut scratch = Vec::new();
     let mut count = 0usize;
     for (line_no, line) in lines.iter().enumerate() {
         let mut pos = 0;
@@ -866,16 +865,16 @@ pub(crate) fn parse_fast(
             let (value, encoded) = if stop {
                 (Cow::Borrowed(raw_value), 0)
             } else if m.scan.needs_decoding {
-                let decoded = decode_value(raw_value, plus_as_space, &mut scratch);
-                // Canonical escapes re-encode to themselves when they decode to UTF-8 (the
-                // decoded bytes are then borrowed, not a lossy copy).
-                canonical &= matches!(decoded, Cow::Borrowed(_));
+                // Decoded straight into the String opentelemetry's `Baggage` keeps.
+                let (decoded, exact) = decode_value_owned(raw_value, plus_as_space);
+                // Canonical escapes re-encode to themselves when they decode to UTF-8.
+                canonical &= exact;
                 let len = if canonical {
                     raw_value.len()
                 } else {
                     encoded_len(&decoded)
                 };
-                (decoded, len)
+                (Cow::Owned(decoded), len)
             } else {
                 (
                     Cow::Borrowed(raw_value),
@@ -1039,52 +1038,71 @@ fn write_properties(raw: &str, out: &mut String) {
 
 /// Percent-decodes a value already known to hold only value octets (so only ASCII).
 fn decode_value<'s>(raw: &'s str, plus_as_space: bool, scratch: &'s mut Vec<u8>) -> Cow<'s, str> {
-    let bytes = raw.as_bytes();
-    if !bytes
-        .iter()
-        .any(|&b| b == b'%' || (plus_as_space && b == b'+'))
-    {
+    if !needs_decoding(raw, plus_as_space) {
         return Cow::Borrowed(raw);
     }
     scratch.clear();
-    scratch.reserve(bytes.len());
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        match b {
-            b'%' => {
-                let hi = bytes.get(i + 1).and_then(|&h| hex_value(h));
-                let lo = bytes.get(i + 2).and_then(|&l| hex_value(l));
-                if let (Some(hi), Some(lo)) = (hi, lo) {
-                    scratch.push(hi << 4 | lo);
-                    i += 3;
-                } else {
-                    scratch.push(b'%');
-                    i += 1;
-                }
-            }
-            b'+' if plus_as_space => {
-                scratch.push(b' ');
-                i += 1;
-            }
-            _ => {
-                scratch.push(b);
-                i += 1;
-            }
-        }
-    }
+    scratch.reserve(raw.len());
+    decode_into(raw, plus_as_space, scratch);
     match std::str::from_utf8(scratch) {
         Ok(s) => Cow::Borrowed(s),
-        Err(_) => {
-            let mut out = String::with_capacity(scratch.len() + 8);
-            for chunk in scratch.utf8_chunks() {
-                out.push_str(chunk.valid());
-                if !chunk.invalid().is_empty() {
-                    out.push(char::REPLACEMENT_CHARACTER);
-                }
-            }
-            Cow::Owned(out)
+        Err(_) => Cow::Owned(lossy(scratch)),
+    }
+}
+
+/// [`decode_value`] into a `String` of its own: the decoded value, and whether it is the bytes
+/// the escapes stand for (`false`: they were not UTF-8, and the value holds U+FFFD for them).
+fn decode_value_owned(raw: &str, plus_as_space: bool) -> (String, bool) {
+    // Exactly the decoded length when every `%` starts an escape, so that opentelemetry's
+    // `StringValue` (a boxed str) takes the buffer without shrinking it.
+    let escapes = raw.bytes().filter(|&b| b == b'%').count();
+    let mut bytes = Vec::with_capacity(raw.len().saturating_sub(2 * escapes));
+    decode_into(raw, plus_as_space, &mut bytes);
+    match String::from_utf8(bytes) {
+        Ok(s) => (s, true),
+        Err(e) => (lossy(e.as_bytes()), false),
+    }
+}
+
+fn needs_decoding(raw: &str, plus_as_space: bool) -> bool {
+    raw.bytes()
+        .any(|b| b == b'%' || (plus_as_space && b == b'+'))
+}
+
+/// Appends the percent-decoded bytes of `raw` to `out`; a `%` without two hex digits is kept.
+fn decode_into(raw: &str, plus_as_space: bool, out: &mut Vec<u8>) {
+    let mut rest = raw.as_bytes();
+    // Runs without a `%` (or a `+` to decode) are copied whole.
+    while let Some(at) = rest
+        .iter()
+        .position(|&b| b == b'%' || (plus_as_space && b == b'+'))
+    {
+        let (run, tail) = rest.split_at(at);
+        out.extend_from_slice(run);
+        let (byte, used) = match tail {
+            [b'+', ..] => (b' ', 1),
+            [_, hi, lo, ..] => match (hex_value(*hi), hex_value(*lo)) {
+                (Some(hi), Some(lo)) => (hi << 4 | lo, 3),
+                _ => (b'%', 1),
+            },
+            _ => (b'%', 1),
+        };
+        out.push(byte);
+        rest = tail.get(used..).unwrap_or_default();
+    }
+    out.extend_from_slice(rest);
+}
+
+/// Bytes as UTF-8, each invalid sequence replaced by U+FFFD.
+fn lossy(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 8);
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        if !chunk.invalid().is_empty() {
+            out.push(char::REPLACEMENT_CHARACTER);
         }
     }
+    out
 }
 
 fn hex_value(b: u8) -> Option<u8> {

@@ -434,13 +434,11 @@ impl<'a> Parser<'a> {
         let text: &'a str = self.text;
         // Common case: no escape and no control character before the closing quote.
         let bytes = self.b;
-        let mut end = start + 1;
-        while let Some(&c) = bytes.get(end) {
-            if STRING_STOP[usize::from(c)] {
-                break;
-            }
-            end += 1;
-        }
+        // Where the plain run stops (the end of the input when it never does).
+        let end = bytes
+            .get(start + 1..)
+            .and_then(|rest| rest.iter().position(|&c| STRING_STOP[usize::from(c)]))
+            .map_or(bytes.len(), |len| start + 1 + len);
         if bytes.get(end) == Some(&b'"') {
             self.pos = end + 1;
             // Cut at ASCII bytes, so on character boundaries.
