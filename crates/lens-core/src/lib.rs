@@ -47,7 +47,7 @@ pub use context::LensContextExt;
 pub use limits::Limits;
 pub use policy::{InboundDecision, InboundPolicy, OutboundPolicy};
 pub use propagator::{
-    BAGGAGE_HEADER, HeaderLines, PropagatorConfigError, TRACEPARENT_HEADER, TRACESTATE_HEADER,
-    W3cPropagator, extract_context, extract_context_with, inject_context, inject_context_from,
-    install, install_propagator, propagator,
+    BAGGAGE_HEADER, HeaderLines, INLINE_LINES, PropagatorConfigError, TRACEPARENT_HEADER,
+    TRACESTATE_HEADER, W3cPropagator, extract_context, extract_context_with, inject_context,
+    inject_context_from, install, install_propagator, propagator,
 };

@@ -33,6 +33,7 @@ use opentelemetry::Context;
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::{SpanContext, TraceContextExt};
 
+use crate::HeaderCarrier;
 use crate::propagator::{W3cPropagator, propagator};
 
 /// What an inbound request's propagated context may do.
@@ -53,6 +54,9 @@ pub struct InboundRequest<'a> {
     pub headers: &'a dyn Extractor,
     /// The peer's address, when the transport knows it.
     pub peer: Option<IpAddr>,
+    /// The same headers as an `http::HeaderMap`, when they are one: extract then reads them
+    /// directly ([`W3cPropagator::extract_headers`]).
+    header_map: Option<&'a http::HeaderMap>,
 }
 
 impl fmt::Debug for InboundRequest<'_> {
@@ -69,6 +73,29 @@ impl<'a> InboundRequest<'a> {
         InboundRequest {
             headers,
             peer: None,
+            header_map: None,
+        }
+    }
+
+    /// A request whose headers are an `http::HeaderMap`, and no known peer: what
+    /// [`InboundRequest::new`] gives for the carrier, with a faster extract (no header-name
+    /// parsing, no `Vec` per header).
+    ///
+    /// ```
+    /// use http::HeaderMap;
+    /// use lens_core::HeaderCarrier;
+    /// use lens_core::policy::{InboundPolicy, InboundRequest};
+    ///
+    /// let headers = HeaderMap::new();
+    /// let carrier = HeaderCarrier(&headers);
+    /// let inbound = InboundPolicy::default().extract(&InboundRequest::from_headers(&carrier));
+    /// assert!(inbound.link.is_none());
+    /// ```
+    pub fn from_headers(carrier: &'a HeaderCarrier<&'a http::HeaderMap>) -> Self {
+        InboundRequest {
+            headers: carrier,
+            peer: None,
+            header_map: Some(carrier.0),
         }
     }
 
@@ -244,7 +271,10 @@ impl InboundPolicy {
         match decision {
             InboundDecision::Trust => InboundContext {
                 decision,
-                parent: propagator.extract_with_context(&Context::new(), request.headers),
+                parent: match request.header_map {
+                    Some(map) => propagator.extract_headers(&Context::new(), map),
+                    None => propagator.extract_with_context(&Context::new(), request.headers),
+                },
                 link: None,
             },
             InboundDecision::Link => InboundContext {

@@ -305,6 +305,40 @@ impl W3cPropagator {
         extracted_context(cx, trace, baggage)
     }
 
+    /// Extracts into `cx` from an `http::HeaderMap`: exactly what extracting from
+    /// [`HeaderCarrier`](crate::HeaderCarrier)`(headers)` gives (every line of a name, lines that
+    /// are not visible ASCII skipped), without parsing the header names or collecting the lines
+    /// into a `Vec` (up to [`INLINE_LINES`] lines of a name). The HTTP layers use it per request.
+    ///
+    /// ```
+    /// use http::{HeaderMap, HeaderValue};
+    /// use lens_core::W3cPropagator;
+    /// use opentelemetry::Context;
+    /// use opentelemetry::baggage::BaggageExt;
+    ///
+    /// let mut headers = HeaderMap::new();
+    /// headers.append("baggage", HeaderValue::from_static("a=1"));
+    /// headers.append("Baggage", HeaderValue::from_static("b=2"));
+    /// let cx = W3cPropagator::new().extract_headers(&Context::new(), &headers);
+    /// assert_eq!(cx.baggage().len(), 2);
+    /// ```
+    pub fn extract_headers(&self, cx: &Context, headers: &http::HeaderMap) -> Context {
+        const TRACEPARENT: http::HeaderName = http::HeaderName::from_static(TRACEPARENT_HEADER);
+        const TRACESTATE: http::HeaderName = http::HeaderName::from_static(TRACESTATE_HEADER);
+        const BAGGAGE: http::HeaderName = http::HeaderName::from_static(BAGGAGE_HEADER);
+        let traceparent = StackLines::of(headers, &TRACEPARENT);
+        let tracestate = StackLines::of(headers, &TRACESTATE);
+        let baggage = StackLines::of(headers, &BAGGAGE);
+        self.extract_lines(
+            cx,
+            HeaderLines {
+                traceparent: traceparent.as_slice(),
+                tracestate: tracestate.as_slice(),
+                baggage: baggage.as_slice(),
+            },
+        )
+    }
+
     /// Extracts into `cx` straight from the bytes of a JSON carrier (SPEC.md §4): what decoding
     /// them with [`Carrier::from_json_bytes_with_limits`](crate::Carrier::from_json_bytes_with_limits)
     /// (this propagator's [`Limits`]) and extracting from that carrier gives, without building
@@ -337,6 +371,49 @@ impl W3cPropagator {
                 baggage: baggage.as_slice(),
             },
         ))
+    }
+}
+
+/// Lines of one name that [`W3cPropagator::extract_headers`] reads without a `Vec`.
+pub const INLINE_LINES: usize = 4;
+
+/// The visible-ASCII lines of one name of a `HeaderMap`, on the stack up to [`INLINE_LINES`].
+enum StackLines<'a> {
+    Inline([&'a str; INLINE_LINES], usize),
+    Heap(Vec<&'a str>),
+}
+
+impl<'a> StackLines<'a> {
+    fn of(headers: &'a http::HeaderMap, name: &http::HeaderName) -> Self {
+        let mut lines = StackLines::Inline([""; INLINE_LINES], 0);
+        for line in headers
+            .get_all(name)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+        {
+            match &mut lines {
+                StackLines::Inline(buf, len) if *len < INLINE_LINES => {
+                    if let Some(slot) = buf.get_mut(*len) {
+                        *slot = line;
+                    }
+                    *len += 1;
+                }
+                StackLines::Inline(buf, _) => {
+                    let mut all = buf.to_vec();
+                    all.push(line);
+                    lines = StackLines::Heap(all);
+                }
+                StackLines::Heap(all) => all.push(line),
+            }
+        }
+        lines
+    }
+
+    fn as_slice(&self) -> &[&'a str] {
+        match self {
+            StackLines::Inline(buf, len) => buf.get(..*len).unwrap_or_default(),
+            StackLines::Heap(all) => all,
+        }
     }
 }
 

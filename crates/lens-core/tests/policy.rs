@@ -30,6 +30,24 @@ fn default_trusts_everything() {
 }
 
 #[test]
+fn a_header_map_request_extracts_the_same_parent() {
+    let mut headers = http::HeaderMap::new();
+    headers.insert("traceparent", http::HeaderValue::from_static(TP));
+    headers.append("baggage", http::HeaderValue::from_static("user=alice"));
+    headers.append("baggage", http::HeaderValue::from_static("tier=gold"));
+    let carrier = lens_core::HeaderCarrier(&headers);
+    let policy = InboundPolicy::default();
+    let fast = policy.extract(&InboundRequest::from_headers(&carrier));
+    let plain = policy.extract(&InboundRequest::new(&carrier));
+    assert_eq!(fast.remote_span_context(), plain.remote_span_context());
+    assert_eq!(fast.parent.lens_baggage().header(), "user=alice,tier=gold");
+    assert_eq!(
+        fast.parent.lens_baggage().header(),
+        plain.parent.lens_baggage().header()
+    );
+}
+
+#[test]
 fn link_gives_a_link_and_no_parent_or_baggage() {
     let c = carrier();
     let inbound = InboundPolicy::link_all().extract(&InboundRequest::new(&c));
