@@ -160,7 +160,7 @@ where
         let (peer, local) = connect_info(&request);
         let inbound = {
             let carrier = HeaderCarrier(request.headers());
-            let mut inbound_request = InboundRequest::new(&carrier);
+            let mut inbound_request = InboundRequest::from_headers(&carrier);
             if let Some(peer) = peer {
                 inbound_request = inbound_request.with_peer(peer.ip());
             }
