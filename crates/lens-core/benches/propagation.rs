@@ -185,6 +185,10 @@ fn extract(c: &mut Criterion) {
     g.bench_function("lens", |b| {
         b.iter(|| lens.extract(&HeaderCarrier(black_box(&headers))))
     });
+    // What the HTTP and gRPC server layers call: the same extract, reading the map directly.
+    g.bench_function("lens extract_headers", |b| {
+        b.iter(|| lens.extract_headers(&Context::current(), black_box(&headers)))
+    });
     g.bench_function("floor", |b| {
         b.iter(|| build_context_floor(black_box(trace_id), span_id, &ts, &bag))
     });
