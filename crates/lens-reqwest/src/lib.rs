@@ -27,6 +27,7 @@
 
 mod ext;
 mod middleware;
+mod tracer;
 mod url;
 
 pub use ext::{RequestBuilderExt, inject_into_request};

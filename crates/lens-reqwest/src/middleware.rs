@@ -1,21 +1,22 @@
 //! [`LensMiddleware`]: one CLIENT span per attempt, trace context and baggage injected.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use http::Extensions;
 use http::header::HeaderName;
-use lens_core::policy::OutboundPolicy;
+use lens_core::policy::{OutboundDecision, OutboundPolicy};
 use lens_core::{HeaderCarrier, TRACEPARENT_HEADER, TRACESTATE_HEADER, W3cPropagator};
 use opentelemetry::context::FutureExt as _;
-use opentelemetry::global::BoxedTracer;
-use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
+use opentelemetry::trace::{SpanBuilder, SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
+use crate::tracer::SpanStarter;
 use crate::url::{redacted_url, server_address};
-use lens_core::random_flag::context_with_span;
 use lens_core::semconv::known_http_method;
 
 /// How many times this request has been sent before, kept in the request's `Extensions`,
@@ -25,7 +26,7 @@ struct Attempts(u32);
 
 #[derive(Clone)]
 struct Config {
-    tracer: Arc<BoxedTracer>,
+    tracer: Arc<dyn SpanStarter>,
     propagator: Option<W3cPropagator>,
     policy: OutboundPolicy,
     random_flag_on_new_traces: bool,
@@ -101,7 +102,7 @@ impl LensMiddleware {
         T: Tracer + Send + Sync + 'static,
         T::Span: Send + Sync + 'static,
     {
-        self.config_mut().tracer = Arc::new(BoxedTracer::new(Box::new(tracer)));
+        self.config_mut().tracer = Arc::new(tracer);
         self
     }
 
@@ -127,10 +128,6 @@ impl LensMiddleware {
     /// Starts the CLIENT span for `req` and injects its context; returns the span's Context.
     fn start(&self, req: &mut Request, extensions: &mut Extensions) -> Context {
         let config = &*self.config;
-        let parent = extensions
-            .get::<Context>()
-            .cloned()
-            .unwrap_or_else(Context::current);
         let resend_count = match extensions.get_mut::<Attempts>() {
             Some(attempts) => {
                 attempts.0 = attempts.0.saturating_add(1);
@@ -141,9 +138,21 @@ impl LensMiddleware {
                 0
             }
         };
+        // The request's Context by reference (no clone of it), else the current one.
+        let current;
+        let parent = match extensions.get::<Context>() {
+            Some(cx) => cx,
+            None => {
+                current = Context::current();
+                &current
+            }
+        };
 
         let method = known_http_method(req.method());
         let url = req.url();
+        let host = server_address(url);
+        // Method, url.full, server.address and server.port, with room for the status code and
+        // error.type set at the end: the span's vector never grows.
         let mut attributes = Vec::with_capacity(6);
         attributes.push(KeyValue::new(
             "http.request.method",
@@ -156,9 +165,8 @@ impl LensMiddleware {
             ));
         }
         attributes.push(KeyValue::new("url.full", redacted_url(url)));
-        let host: Option<Arc<str>> = server_address(url).map(Arc::from);
-        if let Some(host) = &host {
-            attributes.push(KeyValue::new("server.address", Arc::clone(host)));
+        if let Some(host) = host {
+            attributes.push(KeyValue::new("server.address", host.to_owned()));
         }
         if let Some(port) = url.port_or_known_default() {
             attributes.push(KeyValue::new("server.port", i64::from(port)));
@@ -169,23 +177,16 @@ impl LensMiddleware {
                 i64::from(resend_count),
             ));
         }
-        let span = config
-            .tracer
-            .span_builder(method.unwrap_or("HTTP"))
+        let decision = config.policy.decide(host.unwrap_or_default());
+        let builder = SpanBuilder::from_name(method.unwrap_or("HTTP"))
             .with_kind(SpanKind::Client)
-            .with_attributes(attributes)
-            .start_with_context(config.tracer.as_ref(), &parent);
-
+            .with_attributes(attributes);
         // The random flag of the trace goes out again (SPEC §1) even where the SDK drops it.
-        let cx = context_with_span(&parent, span, config.random_flag_on_new_traces);
+        let cx = config
+            .tracer
+            .start(builder, parent, config.random_flag_on_new_traces);
 
-        inject(
-            config.propagator.as_ref(),
-            &config.policy,
-            &cx,
-            host.as_deref().unwrap_or_default(),
-            req.headers_mut(),
-        );
+        inject_decided(config.propagator.as_ref(), decision, &cx, req.headers_mut());
         cx
     }
 }
@@ -200,11 +201,22 @@ pub(crate) fn inject(
     host: &str,
     headers: &mut http::HeaderMap,
 ) {
+    inject_decided(propagator, policy.decide(host), cx, headers);
+}
+
+/// [`inject`] with the policy's decision made.
+fn inject_decided(
+    propagator: Option<&W3cPropagator>,
+    decision: OutboundDecision,
+    cx: &Context,
+    headers: &mut http::HeaderMap,
+) {
     // Static names: a `&str` key would be parsed into a header name on every lookup.
     const TRACEPARENT: HeaderName = HeaderName::from_static(TRACEPARENT_HEADER);
     const TRACESTATE: HeaderName = HeaderName::from_static(TRACESTATE_HEADER);
-    let decision = policy.decide(host);
-    if decision.trace_context {
+    // Usually there is nothing to remove: a request's headers are empty at this point unless
+    // the caller set some (reqwest adds its defaults later).
+    if decision.trace_context && !headers.is_empty() {
         headers.remove(&TRACEPARENT);
         headers.remove(&TRACESTATE);
     }
@@ -256,17 +268,28 @@ fn error_type(err: &reqwest_middleware::Error) -> &'static str {
     }
 }
 
-#[async_trait::async_trait]
+/// `Middleware::handle` written out (the trait is declared with `async_trait`): the span is
+/// started, the context injected and the next middleware called before the boxed future is
+/// made, so that the future holds only the inner future and the Context, not the request.
 impl Middleware for LensMiddleware {
-    async fn handle(
-        &self,
+    fn handle<'life0, 'life1, 'life2, 'async_trait>(
+        &'life0 self,
         mut req: Request,
-        extensions: &mut Extensions,
-        next: Next<'_>,
-    ) -> reqwest_middleware::Result<Response> {
+        extensions: &'life1 mut Extensions,
+        next: Next<'life2>,
+    ) -> Pin<Box<dyn Future<Output = reqwest_middleware::Result<Response>> + Send + 'async_trait>>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        'life2: 'async_trait,
+        Self: 'async_trait,
+    {
         let cx = self.start(&mut req, extensions);
-        let result = next.run(req, extensions).with_context(cx.clone()).await;
-        record_outcome(&cx, &result);
-        result
+        let inner = next.run(req, extensions);
+        Box::pin(async move {
+            let result = inner.with_context(cx.clone()).await;
+            record_outcome(&cx, &result);
+            result
+        })
     }
 }

@@ -90,7 +90,11 @@ fn axum_request() -> http::Request<axum::body::Body> {
 }
 
 fn axum_driver(name: &'static str, router: Router) -> Driver {
-    let mut svc = router.into_service::<axum::body::Body>();
+    // `with_state` turns every handler into a route (layers applied) once, as `axum::serve`'s
+    // `into_make_service*` does; a bare `into_service` would do it again for every request.
+    let mut svc = router
+        .with_state::<()>(())
+        .into_service::<axum::body::Body>();
     Driver {
         name,
         run: Box::new(move || {
@@ -143,7 +147,6 @@ fn reqwest_driver(
             let res = run_now(
                 client
                     .get("http://127.0.0.1:40000/hello")
-                    .header("traceparent", TRACEPARENT)
                     .with_extension(parent.clone())
                     .send(),
             );
@@ -153,7 +156,7 @@ fn reqwest_driver(
 }
 
 /// reqwest-middleware alone, and with `LensMiddleware` (a sampled parent span in the request's
-/// extensions, as in the loopback bench).
+/// extensions and no hand-made `traceparent`, as in the loopback bench).
 pub(crate) fn reqwest_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
     use opentelemetry::trace::Tracer as _;
     let tracer = provider.tracer("bench-client");
