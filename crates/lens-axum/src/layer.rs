@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -16,8 +16,7 @@ use lens_core::policy::{InboundPolicy, InboundRequest};
 use lens_core::semconv::known_http_method;
 use lens_core::traceresponse::{TRACERESPONSE_HEADER, TraceResponse};
 use lens_core::{HeaderCarrier, W3cPropagator};
-use opentelemetry::global::BoxedTracer;
-use opentelemetry::trace::{Link, SpanKind, Status, TraceContextExt, Tracer};
+use opentelemetry::trace::{Link, SpanBuilder, SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 use pin_project_lite::pin_project;
 use tower_layer::Layer;
@@ -25,7 +24,8 @@ use tower_service::Service;
 
 use crate::body::LensBody;
 use crate::extract::RequestContext;
-use lens_core::random_flag::context_with_span;
+use crate::memo::Memos;
+use crate::tracer::SpanStarter;
 
 pub(crate) const ERROR_TYPE: &str = "error.type";
 const HTTP_RESPONSE_STATUS_CODE: &str = "http.response.status_code";
@@ -51,7 +51,7 @@ type NameFn = dyn Fn(&RequestInfo<'_>) -> Cow<'static, str> + Send + Sync;
 
 #[derive(Clone)]
 struct Config {
-    tracer: Arc<BoxedTracer>,
+    tracer: Arc<dyn SpanStarter>,
     propagator: Option<W3cPropagator>,
     policy: InboundPolicy,
     filter: Option<Arc<FilterFn>>,
@@ -140,7 +140,7 @@ impl LensLayer {
         T: Tracer + Send + Sync + 'static,
         T::Span: Send + Sync + 'static,
     {
-        self.config_mut().tracer = Arc::new(BoxedTracer::new(Box::new(tracer)));
+        self.config_mut().tracer = Arc::new(tracer);
         self
     }
 
@@ -213,6 +213,7 @@ impl<S> Layer<S> for LensLayer {
         LensService {
             inner,
             config: Arc::clone(&self.config),
+            memos: Arc::default(),
         }
     }
 }
@@ -222,6 +223,8 @@ impl<S> Layer<S> for LensLayer {
 pub struct LensService<S> {
     inner: S,
     config: Arc<Config>,
+    /// Attribute values this service (one route, under `Router::layer`) shares between requests.
+    memos: Arc<Memos>,
 }
 
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for LensService<S>
@@ -274,20 +277,17 @@ where
             Some(name) => name(&info),
             None => default_span_name(info.method, route),
         };
-        let attributes = request_attributes(&info, peer);
-        let mut builder = config
-            .tracer
-            .span_builder(name)
+        let attributes = request_attributes(&info, peer, &self.memos);
+        let mut builder = SpanBuilder::from_name(name)
             .with_kind(SpanKind::Server)
             .with_attributes(attributes);
         if let Some(link) = inbound.link {
             builder = builder.with_links(vec![Link::with_context(link)]);
         }
-        let parent = inbound.parent;
-        let span = builder.start_with_context(config.tracer.as_ref(), &parent);
-
         // The random flag of the trace goes out again (SPEC §1) even where the SDK drops it.
-        let cx = context_with_span(&parent, span, config.random_flag_on_new_traces);
+        let cx = config
+            .tracer
+            .start(builder, &inbound.parent, config.random_flag_on_new_traces);
 
         req.extensions_mut().insert(RequestContext(cx.clone()));
         let inner = {
@@ -442,8 +442,14 @@ fn split_host_port(authority: &str) -> Option<(&str, Option<u16>)> {
     }
 }
 
-fn request_attributes(info: &RequestInfo<'_>, peer: Option<SocketAddr>) -> Vec<KeyValue> {
-    let mut attrs = Vec::with_capacity(11);
+fn request_attributes(
+    info: &RequestInfo<'_>,
+    peer: Option<SocketAddr>,
+    memos: &Memos,
+) -> Vec<KeyValue> {
+    // Room for every attribute below plus the status code and error.type set at the end: the
+    // span's vector never grows.
+    let mut attrs = Vec::with_capacity(12);
     match known_http_method(info.method) {
         Some(m) => attrs.push(KeyValue::new("http.request.method", m)),
         None => {
@@ -454,17 +460,27 @@ fn request_attributes(info: &RequestInfo<'_>, peer: Option<SocketAddr>) -> Vec<K
             ));
         }
     }
-    attrs.push(KeyValue::new("url.path", info.uri.path().to_owned()));
+    let path = info.uri.path();
+    match info.route {
+        // A route without parameters is the path itself: one shared string for both.
+        Some(route) if route == path => {
+            let route = memos.route(route);
+            attrs.push(KeyValue::new("url.path", route.clone()));
+            attrs.push(KeyValue::new("http.route", route));
+        }
+        Some(route) => {
+            attrs.push(KeyValue::new("url.path", path.to_owned()));
+            attrs.push(KeyValue::new("http.route", memos.route(route)));
+        }
+        None => attrs.push(KeyValue::new("url.path", path.to_owned())),
+    }
     let scheme: &'static str = match info.uri.scheme_str() {
         Some("https") => "https",
         _ => "http",
     };
     attrs.push(KeyValue::new("url.scheme", scheme));
-    if let Some(route) = info.route {
-        attrs.push(KeyValue::new("http.route", route.to_owned()));
-    }
     if let Some((host, port)) = server_host_port(info) {
-        attrs.push(KeyValue::new("server.address", host.to_owned()));
+        attrs.push(KeyValue::new("server.address", memos.host(host)));
         let port = port.unwrap_or(if scheme == "https" { 443 } else { 80 });
         attrs.push(KeyValue::new("server.port", i64::from(port)));
     }
@@ -483,68 +499,14 @@ fn request_attributes(info: &RequestInfo<'_>, peer: Option<SocketAddr>) -> Vec<K
         attrs.push(KeyValue::new("user_agent.original", ua.to_owned()));
     }
     if let Some(peer) = peer {
-        attrs.push(KeyValue::new("client.address", ip_string(peer.ip())));
+        attrs.push(KeyValue::new("client.address", memos.peer(peer.ip())));
     }
     attrs
 }
 
-fn ip_string(ip: IpAddr) -> String {
-    match ip {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => ipv4_string(v4),
-            None => v6.to_string(),
-        },
-        IpAddr::V4(v4) => ipv4_string(v4),
-    }
-}
-
-/// Dotted-quad text of `ip`, without the formatting machinery (`to_string` costs about as much
-/// as the rest of the request attributes together).
-fn ipv4_string(ip: Ipv4Addr) -> String {
-    // Into a stack buffer first, so that the String is allocated once at its exact length
-    // (the attribute value keeps it as a boxed str: no reallocation to shrink it).
-    let mut buf = [0u8; 15];
-    let mut n = 0;
-    for (i, octet) in ip.octets().into_iter().enumerate() {
-        if i > 0 {
-            buf[n] = b'.';
-            n += 1;
-        }
-        if octet >= 100 {
-            buf[n] = b'0' + octet / 100;
-            n += 1;
-        }
-        if octet >= 10 {
-            buf[n] = b'0' + octet / 10 % 10;
-            n += 1;
-        }
-        buf[n] = b'0' + octet % 10;
-        n += 1;
-    }
-    std::str::from_utf8(&buf[..n])
-        .map(str::to_owned)
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{ip_string, split_host_port};
-    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-
-    #[test]
-    fn ip_text_is_std_display_for_v4_and_v4_mapped() {
-        for ip in [
-            Ipv4Addr::new(0, 0, 0, 0),
-            Ipv4Addr::new(127, 0, 0, 1),
-            Ipv4Addr::new(10, 9, 99, 100),
-            Ipv4Addr::new(255, 255, 255, 255),
-            Ipv4Addr::new(192, 168, 1, 20),
-        ] {
-            assert_eq!(ip_string(IpAddr::V4(ip)), ip.to_string());
-            assert_eq!(ip_string(IpAddr::V6(ip.to_ipv6_mapped())), ip.to_string());
-        }
-        assert_eq!(ip_string(IpAddr::V6(Ipv6Addr::LOCALHOST)), "::1");
-    }
+    use super::split_host_port;
 
     #[test]
     fn host_and_port_are_split() {

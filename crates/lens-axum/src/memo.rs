@@ -1,0 +1,151 @@
+//! Attribute values shared between requests: the route, the server address and the client
+//! address repeat from request to request, so each [`LensService`](crate::LensService) keeps
+//! the first one it sees as an `Arc<str>` and hands out reference-counted copies of it instead of
+//! allocating (and, in the batch span processor's thread, freeing) a new string per request.
+//!
+//! One value per kind, set once: memory stays bounded whatever the requests carry, a different
+//! value is allocated per request as before, and no lock is taken per request (`OnceLock::get`
+//! is an atomic load once the value is set).
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::{Arc, OnceLock};
+
+use opentelemetry::Value;
+
+/// The first route, server address and client address a service saw.
+#[derive(Debug, Default)]
+pub(crate) struct Memos {
+    route: OnceLock<Arc<str>>,
+    host: OnceLock<Arc<str>>,
+    peer: OnceLock<(IpAddr, Arc<str>)>,
+}
+
+fn shared_or_owned(memo: &OnceLock<Arc<str>>, text: &str) -> Value {
+    let first = memo.get_or_init(|| Arc::from(text));
+    if **first == *text {
+        Value::from(Arc::clone(first))
+    } else {
+        Value::from(text.to_owned())
+    }
+}
+
+impl Memos {
+    /// `http.route`.
+    pub(crate) fn route(&self, route: &str) -> Value {
+        shared_or_owned(&self.route, route)
+    }
+
+    /// `server.address`.
+    pub(crate) fn host(&self, host: &str) -> Value {
+        shared_or_owned(&self.host, host)
+    }
+
+    /// `client.address`: the text of `ip` (an IPv4-mapped IPv6 address as IPv4).
+    pub(crate) fn peer(&self, ip: IpAddr) -> Value {
+        let (first_ip, first) = self.peer.get_or_init(|| (ip, Arc::from(ip_string(ip))));
+        if *first_ip == ip {
+            Value::from(Arc::clone(first))
+        } else {
+            Value::from(ip_string(ip))
+        }
+    }
+}
+
+pub(crate) fn ip_string(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => ipv4_string(v4),
+            None => v6.to_string(),
+        },
+        IpAddr::V4(v4) => ipv4_string(v4),
+    }
+}
+
+/// Dotted-quad text of `ip`, without the formatting machinery (`to_string` costs about as much
+/// as the rest of the request attributes together).
+fn ipv4_string(ip: Ipv4Addr) -> String {
+    // Into a stack buffer first, so that the String is allocated once at its exact length
+    // (the attribute value keeps it as a boxed str: no reallocation to shrink it).
+    let mut buf = [0u8; 15];
+    let mut n = 0;
+    for (i, octet) in ip.octets().into_iter().enumerate() {
+        if i > 0 {
+            buf[n] = b'.';
+            n += 1;
+        }
+        if octet >= 100 {
+            buf[n] = b'0' + octet / 100;
+            n += 1;
+        }
+        if octet >= 10 {
+            buf[n] = b'0' + octet / 10 % 10;
+            n += 1;
+        }
+        buf[n] = b'0' + octet % 10;
+        n += 1;
+    }
+    std::str::from_utf8(&buf[..n])
+        .map(str::to_owned)
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::panic)]
+    use super::{Memos, ip_string};
+    use opentelemetry::Value;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    #[test]
+    fn ip_text_is_std_display_for_v4_and_v4_mapped() {
+        for ip in [
+            Ipv4Addr::new(0, 0, 0, 0),
+            Ipv4Addr::new(127, 0, 0, 1),
+            Ipv4Addr::new(10, 9, 99, 100),
+            Ipv4Addr::new(255, 255, 255, 255),
+            Ipv4Addr::new(192, 168, 1, 20),
+        ] {
+            assert_eq!(ip_string(IpAddr::V4(ip)), ip.to_string());
+            assert_eq!(ip_string(IpAddr::V6(ip.to_ipv6_mapped())), ip.to_string());
+        }
+        assert_eq!(ip_string(IpAddr::V6(Ipv6Addr::LOCALHOST)), "::1");
+    }
+
+    fn text(v: &Value) -> &str {
+        match v {
+            Value::String(s) => s.as_str(),
+            _ => panic!("not a string: {v:?}"),
+        }
+    }
+
+    /// The same text comes back as the same shared string; a different text is its own value.
+    #[test]
+    fn the_first_value_is_shared_and_others_are_kept_apart() {
+        let memos = Memos::default();
+        let a = memos.host("a.example");
+        let b = memos.host("b.example");
+        let a2 = memos.host("a.example");
+        assert_eq!(
+            (text(&a), text(&b), text(&a2)),
+            ("a.example", "b.example", "a.example")
+        );
+        let ptr = |v: &Value| match v {
+            Value::String(s) => s.as_str().as_ptr(),
+            _ => std::ptr::null(),
+        };
+        assert_eq!(ptr(&a), ptr(&a2), "the first host is shared");
+        assert_ne!(
+            ptr(&b),
+            ptr(&memos.host("b.example")),
+            "others are allocated"
+        );
+
+        let p1 = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+        let p2 = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+        assert_eq!(text(&memos.peer(p1)), "10.0.0.1");
+        assert_eq!(text(&memos.peer(p2)), "10.0.0.2");
+        assert_eq!(text(&memos.peer(p1)), "10.0.0.1");
+        assert_eq!(text(&memos.route("/users/{id}")), "/users/{id}");
+        assert_eq!(text(&memos.route("/other")), "/other");
+    }
+}
