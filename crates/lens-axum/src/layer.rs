@@ -264,7 +264,8 @@ where
 
         let peer = peer_addr(&req);
         let carrier = HeaderCarrier(req.headers());
-        let mut inbound_req = InboundRequest::new(&carrier);
+        // `from_headers`: lens-core reads the HeaderMap directly (static names, no Vec per header).
+        let mut inbound_req = InboundRequest::from_headers(&carrier);
         if let Some(peer) = peer {
             inbound_req = inbound_req.with_peer(peer.ip());
         }
