@@ -13,6 +13,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::http::{Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use lens_axum::LensLayer;
 use lens_reqwest::LensMiddleware;
 use opentelemetry::trace::TracerProvider as _;
@@ -120,19 +121,18 @@ async fn serve(addr: SocketAddr) -> std::io::Result<()> {
     .await
 }
 
-async fn handle(
-    client: &ClientWithMiddleware,
-    method: &Method,
-    body: &[u8],
-) -> (StatusCode, String) {
+/// The harness's request, answered: 200 with a JSON array (one entry per call: its HTTP status,
+/// or why it failed) as `application/json`; errors in the request as plain text.
+async fn handle(client: &ClientWithMiddleware, method: &Method, body: &[u8]) -> Response {
     if method != Method::POST {
-        return (StatusCode::METHOD_NOT_ALLOWED, "POST only\n".to_owned());
+        return (StatusCode::METHOD_NOT_ALLOWED, "POST only\n").into_response();
     }
     let Ok(Value::Array(calls)) = serde_json::from_slice::<Value>(body) else {
         return (
             StatusCode::BAD_REQUEST,
-            "expected a JSON array of {\"url\", \"arguments\"}\n".to_owned(),
-        );
+            "expected a JSON array of {\"url\", \"arguments\"}\n",
+        )
+            .into_response();
     };
     let mut results = Vec::with_capacity(calls.len());
     for call in &calls {
@@ -161,7 +161,12 @@ async fn handle(
             Err(e) => Value::String(e.to_string()),
         });
     }
-    (StatusCode::OK, Value::Array(results).to_string())
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        Value::Array(results).to_string(),
+    )
+        .into_response()
 }
 
 #[cfg(test)]

@@ -95,6 +95,11 @@ impl Harness {
     /// Sends the header lines (`"name: value"`, written as given) with `calls` calls back to the
     /// callback; returns the headers of each call the callback received, in order.
     async fn send(&self, header_lines: &[&str], calls: usize) -> Vec<HeaderMap> {
+        self.exchange(header_lines, calls).await.1
+    }
+
+    /// [`Harness::send`], also returning the service's whole answer (status line, headers, body).
+    async fn exchange(&self, header_lines: &[&str], calls: usize) -> (String, Vec<HeaderMap>) {
         let url = format!("http://{}/test", self.callback_addr);
         let list: Vec<String> = (0..calls)
             .map(|i| format!(r#"{{"url": "{url}", "arguments": [{i}]}}"#))
@@ -115,7 +120,7 @@ impl Harness {
         stream.write_all(request.as_bytes()).await.unwrap();
         let mut response = Vec::new();
         stream.read_to_end(&mut response).await.unwrap();
-        let response = String::from_utf8_lossy(&response);
+        let response = String::from_utf8_lossy(&response).into_owned();
         assert!(response.starts_with("HTTP/1.1 200"), "{response}");
         let received = self.callback.take();
         assert_eq!(
@@ -126,7 +131,7 @@ impl Harness {
         for (i, (_, body)) in received.iter().enumerate() {
             assert_eq!(body, &format!("[{i}]"), "arguments sent in order as JSON");
         }
-        received.into_iter().map(|(h, _)| h).collect()
+        (response, received.into_iter().map(|(h, _)| h).collect())
     }
 
     async fn send_one(&self, header_lines: &[&str]) -> HeaderMap {
@@ -496,4 +501,24 @@ async fn baggage_limits_keep_the_leading_members() {
     let sent = lines(&call, "baggage");
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0], members[..180].join(","));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_answer_is_a_json_array_sent_as_application_json() {
+    let h = Harness::new().await;
+    // The harness reads the answer with `response.json(content_type = 'application/json')`.
+    let (response, _) = h.exchange(&[&format!("traceparent: {TP}")], 2).await;
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no end of headers: {response}"));
+    let content_types: Vec<&str> = head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+        .map(|(_, value)| value.trim())
+        .collect();
+    assert_eq!(content_types, ["application/json"], "{head}");
+    // One entry per call: the callback's status.
+    let answer: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(answer, serde_json::json!([200, 200]));
 }
