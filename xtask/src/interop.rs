@@ -333,7 +333,7 @@ fn remove_stale_builds(cache: &Path) {
     }
 }
 
-fn venv_python(venv: &Path) -> PathBuf {
+pub(crate) fn venv_python(venv: &Path) -> PathBuf {
     if cfg!(windows) {
         venv.join("Scripts").join("python.exe")
     } else {
@@ -358,7 +358,7 @@ pub(crate) fn venv_hash(requirements: &[u8], python: &Path) -> u64 {
 }
 
 /// `$CARGO_TARGET_DIR`, else cargo's target directory for this workspace.
-fn target_dir() -> PathBuf {
+pub(crate) fn target_dir() -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
         Some(dir) => workspace_root().join(dir),
         None => crate::metadata_target_dir().unwrap_or_else(|| workspace_root().join("target")),
@@ -369,7 +369,7 @@ fn target_dir() -> PathBuf {
 // Bounded processes
 
 /// Runs `command` with inherited output, echoing it first; kills it after `timeout`.
-fn run_bounded(name: &str, mut command: Command, timeout: Duration) -> Result {
+pub(crate) fn run_bounded(name: &str, mut command: Command, timeout: Duration) -> Result {
     let shown = crate::show(&command);
     println!("\n==> [{name}] {shown}");
     let child = command
@@ -416,7 +416,10 @@ fn read_in_background(mut pipe: impl Read + Send + 'static) -> std::thread::Join
 }
 
 /// Waits for `child` at most `timeout` (polling its status), killing it when time runs out.
-fn wait_bounded(mut child: Child, timeout: Duration) -> std::result::Result<ExitStatus, String> {
+pub(crate) fn wait_bounded(
+    mut child: Child,
+    timeout: Duration,
+) -> std::result::Result<ExitStatus, String> {
     let deadline = Instant::now() + timeout;
     loop {
         match child.try_wait() {

@@ -4,6 +4,8 @@
 //!   (feature-gated) suite whose requirements are present on this machine.
 //! * `cargo xtask bench [GROUP]`: the criterion benchmark suites.
 //! * `cargo xtask interop`: lens against the real Python NeMo Lens, live (see `interop.rs`).
+//! * `cargo xtask w3c --harness DIR`: the official W3C Trace Context test harness against
+//!   `lens w3c-service` (see `w3c.rs`); not part of `cargo xtask test`.
 //!
 //! Only std: every task shells out to `cargo`.
 #![forbid(unsafe_code)]
@@ -12,6 +14,7 @@ mod fuzz;
 mod gpu;
 mod interop;
 mod soak;
+mod w3c;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -29,6 +32,7 @@ commands:
   gpu-bench measure the added latency of a context frame on a 1 MiB NCCL self send/recv
   fuzz     run every cargo-fuzz target for a while (cargo xtask fuzz --seconds N)
   soak     load and fault checks of the HTTP chain (cargo xtask soak --seconds N --concurrency C)
+  w3c      the W3C Trace Context test harness against lens w3c-service (cargo xtask w3c --harness DIR)
   help     print this text
 
 `cargo xtask <COMMAND> --help` describes a command.";
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
         "gpu-bench" => gpu::gpu_bench(rest),
         "fuzz" => fuzz::fuzz(rest),
         "soak" => soak::soak(rest),
+        "w3c" => w3c::w3c(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(())
@@ -86,6 +91,10 @@ fn main() -> ExitCode {
             eprintln!("\nerror: {message}");
             ExitCode::FAILURE
         }
+        Err(Failure::Status(code, message)) => {
+            eprintln!("\nerror: {message}");
+            ExitCode::from(code)
+        }
     }
 }
 
@@ -94,6 +103,8 @@ enum Failure {
     Usage(String, &'static str),
     /// A task failed: exit 1.
     Step(String),
+    /// A task failed with an exit status of its own (e.g. the W3C harness's): exit with it.
+    Status(u8, String),
 }
 
 type Result<T = (), E = Failure> = std::result::Result<T, E>;
