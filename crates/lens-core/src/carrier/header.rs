@@ -3,6 +3,12 @@
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use opentelemetry::propagation::{Extractor, Injector};
 
+use crate::{BAGGAGE_HEADER, TRACEPARENT_HEADER, TRACESTATE_HEADER};
+
+const TRACEPARENT: HeaderName = HeaderName::from_static(TRACEPARENT_HEADER);
+const TRACESTATE: HeaderName = HeaderName::from_static(TRACESTATE_HEADER);
+const BAGGAGE: HeaderName = HeaderName::from_static(BAGGAGE_HEADER);
+
 /// `http::HeaderMap`: names case-insensitive, all lines of a name read.
 ///
 /// Reading (`HeaderCarrier(&headers)` or `HeaderCarrier(&mut headers)`) sees only lines that are
@@ -84,8 +90,15 @@ impl Extractor for HeaderCarrier<&mut HeaderMap> {
 impl Injector for HeaderCarrier<&mut HeaderMap> {
     /// Replaces every line of the name. An invalid name or value is dropped, never a panic.
     fn set(&mut self, key: &str, value: String) {
-        let Ok(name) = HeaderName::from_bytes(key.as_bytes()) else {
-            return;
+        // lens's own three names need no parsing (nor, being static, an allocation).
+        let name = match key {
+            TRACEPARENT_HEADER => TRACEPARENT,
+            TRACESTATE_HEADER => TRACESTATE,
+            BAGGAGE_HEADER => BAGGAGE,
+            _ => match HeaderName::from_bytes(key.as_bytes()) {
+                Ok(name) => name,
+                Err(_) => return,
+            },
         };
         // Reuses the String's buffer.
         let Ok(value) = HeaderValue::try_from(value) else {
