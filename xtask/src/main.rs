@@ -368,11 +368,18 @@ struct BenchSuite {
 const BENCH_GROUPS: &[(&str, &[BenchSuite])] = &[
     (
         "core",
-        &[BenchSuite {
-            package: "lens-core",
-            bench: "propagation",
-            features: "",
-        }],
+        &[
+            BenchSuite {
+                package: "lens-core",
+                bench: "propagation",
+                features: "",
+            },
+            BenchSuite {
+                package: "lens-core",
+                bench: "ab_ratios",
+                features: "",
+            },
+        ],
     ),
     (
         "http",

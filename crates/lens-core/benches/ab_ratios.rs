@@ -1,0 +1,229 @@
+//! The ratios of `propagation.rs`, measured A/B alternated: every variant of an operation runs
+//! a batch in turn, round after round, and each round gives one ratio per variant against the
+//! same round's reference. The median of those ratios (quartiles beside it) does not move with
+//! the machine's load the way separate criterion measurements do on a shared 2-core VM.
+//!
+//! Same context, carriers, stock propagator and floors as `propagation.rs`.
+//! `cargo xtask bench core` runs both.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::time::Instant;
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+use lens_core::{HeaderCarrier, MapCarrier, W3cPropagator};
+use opentelemetry::baggage::{Baggage, BaggageExt};
+use opentelemetry::propagation::{TextMapCompositePropagator, TextMapPropagator};
+use opentelemetry::trace::{SpanContext, TraceContextExt, TraceFlags, TraceState};
+use opentelemetry::{Context, SpanId, TraceId};
+use opentelemetry_http::{HeaderExtractor, HeaderInjector};
+use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
+
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+const TRACESTATE: &str = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE";
+const BAGGAGE: &str = "user_id=12345,session=abc-def,tier=gold";
+const ROUNDS: usize = 41;
+const BATCH: usize = 5_000;
+
+type Op<'a> = (&'static str, Box<dyn FnMut() + 'a>);
+
+/// Runs the operations alternately and prints, per operation, its median time and the median
+/// (quartiles) of its per-round ratio to the first operation.
+fn compare(title: &str, mut ops: Vec<Op<'_>>) {
+    let mut times = vec![Vec::with_capacity(ROUNDS); ops.len()];
+    // Warm-up round, not recorded.
+    for round in 0..=ROUNDS {
+        // Rotate the order, so that no variant always runs right after the same one.
+        for k in 0..ops.len() {
+            let i = (k + round) % ops.len();
+            let (_, op) = &mut ops[i];
+            let start = Instant::now();
+            for _ in 0..BATCH {
+                op();
+            }
+            if round > 0 {
+                times[i].push(start.elapsed().as_nanos() as f64 / BATCH as f64);
+            }
+        }
+    }
+    println!("{title}");
+    for (i, (name, _)) in ops.iter().enumerate() {
+        let mut ratios: Vec<f64> = times[i].iter().zip(&times[0]).map(|(a, b)| a / b).collect();
+        ratios.sort_by(f64::total_cmp);
+        let mut t = times[i].clone();
+        t.sort_by(f64::total_cmp);
+        let q = |v: &[f64], f: usize| v[(v.len() - 1) * f / 4];
+        println!(
+            "  {name:<28} {:>8.1} ns   x {:.3} ({:.3}-{:.3})",
+            q(&t, 2),
+            q(&ratios, 2),
+            q(&ratios, 1),
+            q(&ratios, 3)
+        );
+    }
+}
+
+fn stock() -> TextMapCompositePropagator {
+    TextMapCompositePropagator::new(vec![
+        Box::new(TraceContextPropagator::new()),
+        Box::new(BaggagePropagator::new()),
+    ])
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let lens = W3cPropagator::new();
+    let stock = stock();
+    let map: HashMap<String, String> = [
+        ("traceparent", TRACEPARENT),
+        ("tracestate", TRACESTATE),
+        ("baggage", BAGGAGE),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let mut headers = HeaderMap::new();
+    for (k, v) in &map {
+        headers.insert(
+            HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            HeaderValue::from_str(v).unwrap(),
+        );
+    }
+    let cx = lens.extract(&MapCarrier(&map));
+    let trace_id = TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap();
+    let span_id = SpanId::from_hex("00f067aa0ba902b7").unwrap();
+    let ts = [("rojo", "00f067aa0ba902b7"), ("congo", "t61rcWkgMzE")];
+    let bag = [
+        ("user_id", "12345"),
+        ("session", "abc-def"),
+        ("tier", "gold"),
+    ];
+    let floor_extract = || {
+        let state = TraceState::from_key_value(ts.iter().copied()).unwrap();
+        let sc = SpanContext::new(
+            black_box(trace_id),
+            span_id,
+            TraceFlags::SAMPLED,
+            true,
+            state,
+        );
+        let mut b = Baggage::new();
+        for (k, v) in &bag {
+            b.insert((*k).to_owned(), (*v).to_owned());
+        }
+        black_box(Context::new().with_remote_span_context(sc).with_baggage(b));
+    };
+
+    compare(
+        "extract, HashMap (ratio to the floor)",
+        vec![
+            ("floor", Box::new(floor_extract)),
+            (
+                "lens (MapCarrier)",
+                Box::new(|| drop(black_box(lens.extract(&MapCarrier(black_box(&map)))))),
+            ),
+            (
+                "stock",
+                Box::new(|| drop(black_box(stock.extract(black_box(&map))))),
+            ),
+        ],
+    );
+    compare(
+        "extract, HeaderMap (ratio to the floor)",
+        vec![
+            ("floor", Box::new(floor_extract)),
+            (
+                "lens (HeaderCarrier)",
+                Box::new(|| drop(black_box(lens.extract(&HeaderCarrier(black_box(&headers)))))),
+            ),
+            (
+                "lens extract_headers",
+                Box::new(|| {
+                    drop(black_box(
+                        lens.extract_headers(&Context::current(), black_box(&headers)),
+                    ))
+                }),
+            ),
+            (
+                "stock",
+                Box::new(|| {
+                    drop(black_box(
+                        stock.extract(&HeaderExtractor(black_box(&headers))),
+                    ))
+                }),
+            ),
+        ],
+    );
+
+    let (tp, tsv, bg) = (
+        TRACEPARENT.to_owned(),
+        TRACESTATE.to_owned(),
+        BAGGAGE.to_owned(),
+    );
+    compare(
+        "inject, HashMap (ratio to the floor)",
+        vec![
+            (
+                "floor",
+                Box::new(|| {
+                    let mut m = HashMap::new();
+                    m.insert("traceparent".to_owned(), black_box(&tp).clone());
+                    m.insert("tracestate".to_owned(), black_box(&tsv).clone());
+                    m.insert("baggage".to_owned(), black_box(&bg).clone());
+                    black_box(m);
+                }),
+            ),
+            (
+                "lens",
+                Box::new(|| {
+                    let mut m = HashMap::new();
+                    lens.inject_context(black_box(&cx), &mut MapCarrier(&mut m));
+                    black_box(m);
+                }),
+            ),
+            (
+                "stock",
+                Box::new(|| {
+                    let mut m = HashMap::new();
+                    stock.inject_context(black_box(&cx), &mut m);
+                    black_box(m);
+                }),
+            ),
+        ],
+    );
+    compare(
+        "inject, HeaderMap (ratio to the floor)",
+        vec![
+            (
+                "floor",
+                Box::new(|| {
+                    let mut h = HeaderMap::new();
+                    for (k, v) in [("traceparent", &tp), ("tracestate", &tsv), ("baggage", &bg)] {
+                        let name = HeaderName::from_bytes(k.as_bytes()).unwrap();
+                        h.insert(name, HeaderValue::try_from(black_box(v).clone()).unwrap());
+                    }
+                    black_box(h);
+                }),
+            ),
+            (
+                "lens",
+                Box::new(|| {
+                    let mut h = HeaderMap::new();
+                    lens.inject_context(black_box(&cx), &mut HeaderCarrier(&mut h));
+                    black_box(h);
+                }),
+            ),
+            (
+                "stock",
+                Box::new(|| {
+                    let mut h = HeaderMap::new();
+                    stock.inject_context(black_box(&cx), &mut HeaderInjector(&mut h));
+                    black_box(h);
+                }),
+            ),
+        ],
+    );
+}
