@@ -25,7 +25,7 @@ use tower_service::Service;
 use crate::body::LensBody;
 use crate::extract::RequestContext;
 use crate::memo::Memos;
-use crate::tracer::SpanStarter;
+use lens_core::random_flag::SpanStarter;
 
 pub(crate) const ERROR_TYPE: &str = "error.type";
 const HTTP_RESPONSE_STATUS_CODE: &str = "http.response.status_code";

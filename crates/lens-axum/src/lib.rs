@@ -46,7 +46,6 @@ mod body;
 mod extract;
 mod layer;
 mod memo;
-mod tracer;
 
 pub use body::LensBody;
 pub use extract::RequestContext;

@@ -2,27 +2,14 @@
 //! header lines gives: same span context, same baggage, same headers on re-inject.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeMap;
+mod extract_support;
+use extract_support::{TP, observe};
 
-use lens_core::{Carrier, HeaderLines, LensContextExt, MapCarrier, W3cPropagator};
+use lens_core::{Carrier, HeaderLines, LensContextExt, W3cPropagator};
 use opentelemetry::Context;
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::TraceContextExt;
 use proptest::prelude::*;
-
-const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-
-/// What a Context sends on, and what opentelemetry sees of it.
-fn observe(cx: &Context) -> (String, BTreeMap<String, String>, Vec<(String, String)>) {
-    let mut out = BTreeMap::new();
-    W3cPropagator::new().inject_context(cx, &mut MapCarrier(&mut out));
-    let baggage = cx
-        .lens_baggage()
-        .iter()
-        .map(|e| (e.key().to_owned(), e.value().to_owned()))
-        .collect();
-    (format!("{:?}", cx.span().span_context()), out, baggage)
-}
 
 fn both_ways(tp: &[&str], ts: &[&str], bg: &[&str]) {
     let mut carrier = Carrier::new();

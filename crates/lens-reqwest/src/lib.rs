@@ -27,7 +27,6 @@
 
 mod ext;
 mod middleware;
-mod tracer;
 mod url;
 
 pub use ext::{RequestBuilderExt, inject_into_request};

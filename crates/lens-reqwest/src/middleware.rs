@@ -15,8 +15,8 @@ use opentelemetry::{Context, KeyValue};
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
-use crate::tracer::SpanStarter;
 use crate::url::{redacted_url, server_address};
+use lens_core::random_flag::SpanStarter;
 use lens_core::semconv::known_http_method;
 
 /// How many times this request has been sent before, kept in the request's `Extensions`,

@@ -451,54 +451,15 @@ impl<'a> Parser<'a> {
 
     /// Parses the value of a top-level key (level 2 if it is a container).
     fn member_value(&mut self) -> Result<Slot, CarrierError> {
-        match self.peek() {
-            Some(b'"') => {
-                let mut s = String::new();
-                self.string(Some(&mut s))?;
-                Ok(Slot::Lines(Lines::One(s)))
-            }
-            Some(b'[') => {
-                if self.depth_limit < 2 {
-                    return Err(self.too_deep());
-                }
-                self.pos += 1;
-                let mut lines = Some(Vec::new());
-                self.skip_ws();
-                if self.peek() == Some(b']') {
-                    self.pos += 1;
-                    return Ok(Slot::Lines(Lines::Many(Vec::new())));
-                }
-                loop {
-                    self.skip_ws();
-                    match (&mut lines, self.peek()) {
-                        (Some(list), Some(b'"')) => {
-                            let mut s = String::new();
-                            self.string(Some(&mut s))?;
-                            list.push(s);
-                        }
-                        (None, Some(b'"')) => self.string(None)?,
-                        _ => {
-                            lines = None;
-                            self.skip_value(2)?;
-                        }
-                    }
-                    self.skip_ws();
-                    match self.peek() {
-                        Some(b',') => self.pos += 1,
-                        Some(b']') => {
-                            self.pos += 1;
-                            break;
-                        }
-                        _ => return Err(self.err("expected ',' or ']' in an array")),
-                    }
-                }
-                Ok(lines.map_or(Slot::Ignored, |l| Slot::Lines(Lines::from_vec(l))))
-            }
-            _ => {
-                self.skip_value(1)?;
-                Ok(Slot::Ignored)
-            }
-        }
+        // An empty array, like a value of another type, leaves the key absent but keeps its
+        // position for a later duplicate.
+        Ok(match self.member_lines()? {
+            JsonLines::Absent => Slot::Ignored,
+            JsonLines::One(line) => Slot::Lines(Lines::One(line.into_owned())),
+            JsonLines::Many(lines) => Slot::Lines(Lines::from_vec(
+                lines.into_iter().map(Cow::into_owned).collect(),
+            )),
+        })
     }
 
     /// Validates one JSON value held in a container at level `outer` (0 for the top level),
