@@ -147,7 +147,9 @@ pub fn deserialize_context(bytes: &[u8]) -> Option<Carrier> {
 ///
 /// Bytes that hold a carrier are extracted from an empty Context (SPEC.md §5): `{}` gives an
 /// empty Context. Bytes that are rejected (see [`deserialize_context`]) give the caller's current
-/// Context, as Python does.
+/// Context, as Python does. The bytes are decoded within the [`Limits`](lens_core::Limits) of the
+/// process-wide propagator ([`lens_core::propagator`]; the defaults unless
+/// [`lens_core::install_propagator`] set others), and read in place: no [`Carrier`] is built.
 pub fn extract_nccl_context(bytes: &[u8]) -> Context {
     // Reads the header values in place: no `Carrier` is built (SPEC.md §4 decoding still
     // applies whole, within the process-wide propagator's limits).
