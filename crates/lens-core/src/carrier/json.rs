@@ -264,39 +264,58 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Parses the top-level object (level 1), the cursor on its `{`.
-    fn top_object(&mut self) -> Result<Vec<(String, Lines)>, CarrierError> {
+    /// Walks the top-level object (level 1), the cursor on its `{`: `member` is called with each
+    /// key, the cursor on its value, and must consume that value.
+    fn object_members(
+        &mut self,
+        mut member: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), CarrierError>,
+    ) -> Result<(), CarrierError> {
         if self.depth_limit < 1 {
             return Err(self.too_deep());
         }
         self.pos += 1;
-        let mut slots: Vec<(String, Slot)> = Vec::new();
-        let mut index: Option<HashMap<String, usize>> = None;
         self.skip_ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
-            return Ok(Vec::new());
+            return Ok(());
         }
         loop {
             self.skip_ws();
             if self.peek() != Some(b'"') {
                 return Err(self.err("expected a string key"));
             }
-            let mut key = String::new();
-            self.string(Some(&mut key))?;
+            let key = self.string_cow()?;
             self.skip_ws();
             self.expect(b':', "expected ':' after a key")?;
             self.skip_ws();
-            let slot = self.member_value()?;
+            member(self, key)?;
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                _ => return Err(self.err("expected ',' or '}' in an object")),
+            }
+        }
+    }
 
+    /// Parses the top-level object into the carrier's entries.
+    fn top_object(&mut self) -> Result<Vec<(String, Lines)>, CarrierError> {
+        let mut slots: Vec<(String, Slot)> = Vec::new();
+        let mut index: Option<HashMap<String, usize>> = None;
+        self.object_members(|p, key| {
+            let slot = p.member_value()?;
             // Python dict semantics: the last value wins, at the key's first position.
             let existing = match &index {
-                Some(map) => map.get(key.as_str()).copied(),
+                Some(map) => map.get(key.as_ref()).copied(),
                 None => slots.iter().position(|(k, _)| *k == key),
             };
             match existing {
                 Some(i) => slots[i].1 = slot,
                 None => {
+                    let key = key.into_owned();
                     if let Some(map) = &mut index {
                         map.insert(key.clone(), slots.len());
                     }
@@ -312,17 +331,8 @@ impl<'a> Parser<'a> {
                     }
                 }
             }
-
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {
-                    self.pos += 1;
-                    break;
-                }
-                _ => return Err(self.err("expected ',' or '}' in an object")),
-            }
-        }
+            Ok(())
+        })?;
         Ok(slots
             .into_iter()
             .filter_map(|(k, slot)| match slot {
@@ -334,46 +344,18 @@ impl<'a> Parser<'a> {
 
     /// [`Parser::top_object`] keeping only the propagation headers, borrowed where possible.
     fn top_object_propagation(&mut self) -> Result<PropagationLines<'a>, CarrierError> {
-        if self.depth_limit < 1 {
-            return Err(self.too_deep());
-        }
-        self.pos += 1;
         let mut found = PropagationLines::default();
-        self.skip_ws();
-        if self.peek() == Some(b'}') {
-            self.pos += 1;
-            return Ok(found);
-        }
-        loop {
-            self.skip_ws();
-            if self.peek() != Some(b'"') {
-                return Err(self.err("expected a string key"));
-            }
-            let key = self.string_cow()?;
-            self.skip_ws();
-            self.expect(b':', "expected ':' after a key")?;
-            self.skip_ws();
+        self.object_members(|p, key| {
             // Python dict semantics: the last value of a repeated key wins.
             let slot = match key.as_ref() {
-                "traceparent" => Some(&mut found.traceparent),
-                "tracestate" => Some(&mut found.tracestate),
-                "baggage" => Some(&mut found.baggage),
-                _ => None,
+                "traceparent" => &mut found.traceparent,
+                "tracestate" => &mut found.tracestate,
+                "baggage" => &mut found.baggage,
+                _ => return p.skip_value(1),
             };
-            match slot {
-                Some(slot) => *slot = self.member_lines()?,
-                None => self.skip_value(1)?,
-            }
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {
-                    self.pos += 1;
-                    break;
-                }
-                _ => return Err(self.err("expected ',' or '}' in an object")),
-            }
-        }
+            *slot = p.member_lines()?;
+            Ok(())
+        })?;
         Ok(found)
     }
 
