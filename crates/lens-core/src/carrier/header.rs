@@ -1,6 +1,6 @@
 //! `http::HeaderMap` as a carrier (SPEC.md §4).
 
-use http::header::{HeaderMap, HeaderName, HeaderValue};
+use http::header::{GetAll, HeaderMap, HeaderName, HeaderValue};
 use opentelemetry::propagation::{Extractor, Injector};
 
 use crate::{BAGGAGE_HEADER, TRACEPARENT_HEADER, TRACESTATE_HEADER};
@@ -35,16 +35,24 @@ const BAGGAGE: HeaderName = HeaderName::from_static(BAGGAGE_HEADER);
 #[derive(Debug)]
 pub struct HeaderCarrier<M>(pub M);
 
+/// Every line of `key`; lens's own three names are looked up without parsing the name.
+fn lines_of<'a>(headers: &'a HeaderMap, key: &str) -> GetAll<'a, HeaderValue> {
+    match key {
+        TRACEPARENT_HEADER => headers.get_all(&TRACEPARENT),
+        TRACESTATE_HEADER => headers.get_all(&TRACESTATE),
+        BAGGAGE_HEADER => headers.get_all(&BAGGAGE),
+        _ => headers.get_all(key),
+    }
+}
+
 fn first_line<'a>(headers: &'a HeaderMap, key: &str) -> Option<&'a str> {
-    headers
-        .get_all(key)
+    lines_of(headers, key)
         .iter()
         .find_map(|value| value.to_str().ok())
 }
 
 fn all_lines<'a>(headers: &'a HeaderMap, key: &str) -> Option<Vec<&'a str>> {
-    let lines: Vec<&str> = headers
-        .get_all(key)
+    let lines: Vec<&str> = lines_of(headers, key)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .collect();
