@@ -279,12 +279,14 @@ where
             None => default_span_name(info.method, route),
         };
         let attributes = request_attributes(&info, peer, &self.memos);
-        let mut builder = SpanBuilder::from_name(name)
-            .with_kind(SpanKind::Server)
-            .with_attributes(attributes);
-        if let Some(link) = inbound.link {
-            builder = builder.with_links(vec![Link::with_context(link)]);
-        }
+        // The fields set directly: `with_attributes` would collect the vector again.
+        let builder = SpanBuilder {
+            name,
+            span_kind: Some(SpanKind::Server),
+            attributes: Some(attributes),
+            links: inbound.link.map(|link| vec![Link::with_context(link)]),
+            ..SpanBuilder::default()
+        };
         // The random flag of the trace goes out again (SPEC §1) even where the SDK drops it.
         let cx = config
             .tracer
@@ -497,7 +499,7 @@ fn request_attributes(
         attrs.push(KeyValue::new("network.protocol.version", v));
     }
     if let Some(ua) = info.headers.get(USER_AGENT).and_then(|v| v.to_str().ok()) {
-        attrs.push(KeyValue::new("user_agent.original", ua.to_owned()));
+        attrs.push(KeyValue::new("user_agent.original", memos.user_agent(ua)));
     }
     if let Some(peer) = peer {
         attrs.push(KeyValue::new("client.address", memos.peer(peer.ip())));

@@ -1,5 +1,5 @@
-//! Attribute values shared between requests: the route, the server address and the client
-//! address repeat from request to request, so each [`LensService`](crate::LensService) keeps
+//! Attribute values shared between requests: the route, the server address, the client address
+//! and the user agent repeat from request to request, so each [`LensService`](crate::LensService) keeps
 //! the first one it sees as an `Arc<str>` and hands out reference-counted copies of it instead of
 //! allocating (and, in the batch span processor's thread, freeing) a new string per request.
 //!
@@ -10,34 +10,32 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, OnceLock};
 
+use lens_core::semconv::RepeatedText;
 use opentelemetry::Value;
 
-/// The first route, server address and client address a service saw.
+/// The first route, server address, client address and user agent a service saw.
 #[derive(Debug, Default)]
 pub(crate) struct Memos {
-    route: OnceLock<Arc<str>>,
-    host: OnceLock<Arc<str>>,
+    route: RepeatedText,
+    host: RepeatedText,
     peer: OnceLock<(IpAddr, Arc<str>)>,
-}
-
-fn shared_or_owned(memo: &OnceLock<Arc<str>>, text: &str) -> Value {
-    let first = memo.get_or_init(|| Arc::from(text));
-    if **first == *text {
-        Value::from(Arc::clone(first))
-    } else {
-        Value::from(text.to_owned())
-    }
+    user_agent: RepeatedText,
 }
 
 impl Memos {
     /// `http.route`.
     pub(crate) fn route(&self, route: &str) -> Value {
-        shared_or_owned(&self.route, route)
+        self.route.value(route)
     }
 
     /// `server.address`.
     pub(crate) fn host(&self, host: &str) -> Value {
-        shared_or_owned(&self.host, host)
+        self.host.value(host)
+    }
+
+    /// `user_agent.original`.
+    pub(crate) fn user_agent(&self, user_agent: &str) -> Value {
+        self.user_agent.value(user_agent)
     }
 
     /// `client.address`: the text of `ip` (an IPv4-mapped IPv6 address as IPv4).
@@ -118,34 +116,30 @@ mod tests {
         }
     }
 
-    /// The same text comes back as the same shared string; a different text is its own value.
+    /// Each kind keeps its own first value; the client address is shared per address, and any
+    /// value comes back as its own text.
     #[test]
-    fn the_first_value_is_shared_and_others_are_kept_apart() {
+    fn each_kind_keeps_its_own_first_value() {
         let memos = Memos::default();
-        let a = memos.host("a.example");
-        let b = memos.host("b.example");
-        let a2 = memos.host("a.example");
-        assert_eq!(
-            (text(&a), text(&b), text(&a2)),
-            ("a.example", "b.example", "a.example")
-        );
+        assert_eq!(text(&memos.host("a.example")), "a.example");
+        assert_eq!(text(&memos.route("/users/{id}")), "/users/{id}");
+        assert_eq!(text(&memos.user_agent("ua/1")), "ua/1");
+        assert_eq!(text(&memos.route("/other")), "/other");
+        assert_eq!(text(&memos.user_agent("ua/2")), "ua/2");
+
         let ptr = |v: &Value| match v {
             Value::String(s) => s.as_str().as_ptr(),
             _ => std::ptr::null(),
         };
-        assert_eq!(ptr(&a), ptr(&a2), "the first host is shared");
-        assert_ne!(
-            ptr(&b),
-            ptr(&memos.host("b.example")),
-            "others are allocated"
-        );
-
         let p1 = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
         let p2 = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
-        assert_eq!(text(&memos.peer(p1)), "10.0.0.1");
+        let first = memos.peer(p1);
+        assert_eq!(text(&first), "10.0.0.1");
         assert_eq!(text(&memos.peer(p2)), "10.0.0.2");
-        assert_eq!(text(&memos.peer(p1)), "10.0.0.1");
-        assert_eq!(text(&memos.route("/users/{id}")), "/users/{id}");
-        assert_eq!(text(&memos.route("/other")), "/other");
+        assert_eq!(
+            ptr(&memos.peer(p1)),
+            ptr(&first),
+            "the first address is shared"
+        );
     }
 }

@@ -1,15 +1,16 @@
 //! [`LensMiddleware`]: one CLIENT span per attempt, trace context and baggage injected.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll, ready};
 
 use http::Extensions;
 use http::header::HeaderName;
 use lens_core::policy::{OutboundDecision, OutboundPolicy};
 use lens_core::{HeaderCarrier, TRACEPARENT_HEADER, TRACESTATE_HEADER, W3cPropagator};
-use opentelemetry::context::FutureExt as _;
 use opentelemetry::trace::{SpanBuilder, SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 use reqwest::{Request, Response};
@@ -17,12 +18,32 @@ use reqwest_middleware::{Middleware, Next};
 
 use crate::url::{redacted_url, server_address};
 use lens_core::random_flag::SpanStarter;
-use lens_core::semconv::known_http_method;
+use lens_core::semconv::{RepeatedText, known_http_method};
 
 /// How many times this request has been sent before, kept in the request's `Extensions`,
-/// which retry middleware hands to every attempt.
+/// which retry middleware hands to every attempt, from the second attempt on.
 #[derive(Clone, Copy, Debug)]
 struct Attempts(u32);
+
+/// The mark of a first attempt. Zero-sized, so that `Extensions` boxes it without allocating:
+/// a request sent once (the usual case) costs no allocation for the count.
+#[derive(Clone, Copy, Debug)]
+struct SentOnce;
+
+/// How many times the request of `extensions` was sent before this attempt; counts this one.
+fn resend_count(extensions: &mut Extensions) -> u32 {
+    if let Some(attempts) = extensions.get_mut::<Attempts>() {
+        attempts.0 = attempts.0.saturating_add(1);
+        return attempts.0;
+    }
+    if extensions.get::<SentOnce>().is_some() {
+        extensions.insert(Attempts(1));
+        1
+    } else {
+        extensions.insert(SentOnce);
+        0
+    }
+}
 
 #[derive(Clone)]
 struct Config {
@@ -30,6 +51,11 @@ struct Config {
     propagator: Option<W3cPropagator>,
     policy: OutboundPolicy,
     random_flag_on_new_traces: bool,
+    /// The first `server.address` this middleware saw, shared with every span that has the same
+    /// one (no string allocated per request for it, none freed in the batch span processor's
+    /// thread); other hosts are allocated per request. One value, set once: bounded memory, no
+    /// lock per request. (`url.full` is never kept: it differs from request to request.)
+    host_text: RepeatedText,
 }
 
 /// A [`reqwest_middleware::Middleware`] that records one CLIENT span per attempt and injects that
@@ -88,6 +114,7 @@ impl LensMiddleware {
                 propagator: None,
                 policy: OutboundPolicy::send_everywhere(),
                 random_flag_on_new_traces: true,
+                host_text: RepeatedText::default(),
             }),
         }
     }
@@ -128,16 +155,7 @@ impl LensMiddleware {
     /// Starts the CLIENT span for `req` and injects its context; returns the span's Context.
     fn start(&self, req: &mut Request, extensions: &mut Extensions) -> Context {
         let config = &*self.config;
-        let resend_count = match extensions.get_mut::<Attempts>() {
-            Some(attempts) => {
-                attempts.0 = attempts.0.saturating_add(1);
-                attempts.0
-            }
-            None => {
-                extensions.insert(Attempts(0));
-                0
-            }
-        };
+        let resend_count = resend_count(extensions);
         // The request's Context by reference (no clone of it), else the current one.
         let current;
         let parent = match extensions.get::<Context>() {
@@ -166,7 +184,10 @@ impl LensMiddleware {
         }
         attributes.push(KeyValue::new("url.full", redacted_url(url)));
         if let Some(host) = host {
-            attributes.push(KeyValue::new("server.address", host.to_owned()));
+            attributes.push(KeyValue::new(
+                "server.address",
+                config.host_text.value(host),
+            ));
         }
         if let Some(port) = url.port_or_known_default() {
             attributes.push(KeyValue::new("server.port", i64::from(port)));
@@ -178,9 +199,13 @@ impl LensMiddleware {
             ));
         }
         let decision = config.policy.decide(host.unwrap_or_default());
-        let builder = SpanBuilder::from_name(method.unwrap_or("HTTP"))
-            .with_kind(SpanKind::Client)
-            .with_attributes(attributes);
+        // The fields set directly: `with_attributes` would collect the vector again.
+        let builder = SpanBuilder {
+            name: Cow::Borrowed(method.unwrap_or("HTTP")),
+            span_kind: Some(SpanKind::Client),
+            attributes: Some(attributes),
+            ..SpanBuilder::default()
+        };
         // The random flag of the trace goes out again (SPEC §1) even where the SDK drops it.
         let cx = config
             .tracer
@@ -268,6 +293,38 @@ fn error_type(err: &reqwest_middleware::Error) -> &'static str {
     }
 }
 
+/// The future of one attempt: polls the rest of the chain with the CLIENT span's Context as the
+/// current one, then records the outcome on the span and ends it.
+///
+/// Written out rather than an `async` block around `FutureExt::with_context`: the Context is
+/// attached from the future's own field (no second copy of it), and the response is handed
+/// on without being moved through a generator's state.
+struct Attempt<'a> {
+    inner: Pin<Box<dyn Future<Output = reqwest_middleware::Result<Response>> + Send + 'a>>,
+    /// `None` once the outcome is recorded.
+    span: Option<Context>,
+}
+
+impl Future for Attempt<'_> {
+    type Output = reqwest_middleware::Result<Response>;
+
+    fn poll(mut self: Pin<&mut Self>, task: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let result = match &this.span {
+            Some(cx) => {
+                let _guard = cx.clone().attach();
+                ready!(this.inner.as_mut().poll(task))
+            }
+            // Polled again after completion: the inner future decides what that means.
+            None => return this.inner.as_mut().poll(task),
+        };
+        if let Some(cx) = this.span.take() {
+            record_outcome(&cx, &result);
+        }
+        Poll::Ready(result)
+    }
+}
+
 /// `Middleware::handle` written out (the trait is declared with `async_trait`): the span is
 /// started, the context injected and the next middleware called before the boxed future is
 /// made, so that the future holds only the inner future and the Context, not the request.
@@ -286,10 +343,24 @@ impl Middleware for LensMiddleware {
     {
         let cx = self.start(&mut req, extensions);
         let inner = next.run(req, extensions);
-        Box::pin(async move {
-            let result = inner.with_context(cx.clone()).await;
-            record_outcome(&cx, &result);
-            result
+        Box::pin(Attempt {
+            inner,
+            span: Some(cx),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resend_count;
+    use http::Extensions;
+
+    /// Attempts are counted from 0 over the request's extensions, which every attempt shares.
+    #[test]
+    fn attempts_are_counted() {
+        let mut extensions = Extensions::new();
+        let counts: Vec<u32> = (0..4).map(|_| resend_count(&mut extensions)).collect();
+        assert_eq!(counts, [0, 1, 2, 3]);
+        assert_eq!(resend_count(&mut Extensions::new()), 0);
     }
 }
