@@ -34,6 +34,25 @@ fn more_lines_than_the_inline_buffer() {
     assert_eq!(cx.lens_baggage().len(), INLINE_LINES + 3);
 }
 
+/// A request with many other headers (read by lookups rather than one pass) gives the same.
+#[test]
+fn many_other_headers() {
+    let mut headers = HeaderMap::new();
+    headers.append("baggage", HeaderValue::from_static("a=1"));
+    for i in 0..64 {
+        headers.append(
+            HeaderName::from_bytes(format!("x-other-{i}").as_bytes()).unwrap(),
+            HeaderValue::from_static("1"),
+        );
+    }
+    headers.append("traceparent", HeaderValue::from_static(TP));
+    headers.append("baggage", HeaderValue::from_static("b=2"));
+    same_as_carrier(&headers);
+    let cx = W3cPropagator::new().extract_headers(&Context::new(), &headers);
+    assert_eq!(cx.lens_baggage().header(), "a=1,b=2");
+    assert!(cx.trace_id().is_some());
+}
+
 #[test]
 fn lines_that_are_not_visible_ascii_are_skipped() {
     let mut headers = HeaderMap::new();
@@ -61,12 +80,26 @@ proptest! {
             ),
             0..12,
         ),
+        // Other headers around them: few (read in one pass) or many (read by lookups).
+        others in 0usize..48,
     ) {
         let mut headers = HeaderMap::new();
+        for i in 0..others / 2 {
+            headers.append(
+                HeaderName::from_bytes(format!("x-before-{i}").as_bytes()).unwrap(),
+                HeaderValue::from_static("1"),
+            );
+        }
         for (name, value) in &lines {
             if let Ok(value) = HeaderValue::from_bytes(value) {
                 headers.append(HeaderName::from_bytes(name.as_bytes()).unwrap(), value);
             }
+        }
+        for i in 0..others - others / 2 {
+            headers.append(
+                HeaderName::from_bytes(format!("x-after-{i}").as_bytes()).unwrap(),
+                HeaderValue::from_static("1"),
+            );
         }
         same_as_carrier(&headers);
     }
