@@ -348,15 +348,16 @@ enum HostSet {
 
 impl HostSet {
     fn contains(&self, host: &str) -> bool {
+        // `Any` (the default) answers without normalizing the host: once per outbound request.
+        let HostSet::Only(patterns) = self else {
+            return true;
+        };
         let host = host.trim_end_matches('.');
         let host = host
             .strip_prefix('[')
             .and_then(|h| h.strip_suffix(']'))
             .unwrap_or(host);
-        match self {
-            HostSet::Any => true,
-            HostSet::Only(patterns) => patterns.iter().any(|p| p.matches(host)),
-        }
+        patterns.iter().any(|p| p.matches(host))
     }
 }
 
