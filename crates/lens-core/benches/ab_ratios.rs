@@ -3,7 +3,10 @@
 //! same round's reference. The median of those ratios (quartiles beside it) does not move with
 //! the machine's load the way separate criterion measurements do on a shared 2-core VM.
 //!
-//! Same context, carriers, stock propagator and floors as `propagation.rs`.
+//! Same context, carriers, stock propagator and floors as `propagation.rs`. Extract also shows,
+//! as a reference rather than a target, the floor plus a copy shaped like SPEC §10's (one more
+//! Context value holding two header strings and an anchor Context): what any implementation
+//! that keeps that copy pays before parsing a byte.
 //! `cargo xtask bench core` runs both.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -64,6 +67,13 @@ fn compare(title: &str, mut ops: Vec<Op<'_>>) {
     }
 }
 
+/// What lens keeps beside opentelemetry's values after an extract (SPEC §10), in shape.
+struct CopyShapedLikeSpec10 {
+    _tracestate: String,
+    _baggage: String,
+    _anchor: Context,
+}
+
 fn stock() -> TextMapCompositePropagator {
     TextMapCompositePropagator::new(vec![
         Box::new(TraceContextPropagator::new()),
@@ -117,10 +127,36 @@ fn main() {
         black_box(Context::new().with_remote_span_context(sc).with_baggage(b));
     };
 
+    // A reference, not a target: the floor plus a copy shaped like SPEC §10's (one more Context
+    // value holding the two header strings lens keeps and an anchor Context), without parsing.
+    let (ts_header, bag_header) = (TRACESTATE.to_owned(), BAGGAGE.to_owned());
+    let floor_with_copy = || {
+        let state = TraceState::from_key_value(ts.iter().copied()).unwrap();
+        let sc = SpanContext::new(
+            black_box(trace_id),
+            span_id,
+            TraceFlags::SAMPLED,
+            true,
+            state,
+        );
+        let mut b = Baggage::new();
+        for (k, v) in &bag {
+            b.insert((*k).to_owned(), (*v).to_owned());
+        }
+        let with_baggage = Context::new().with_baggage(b);
+        let copy = CopyShapedLikeSpec10 {
+            _tracestate: black_box(&ts_header).clone(),
+            _baggage: black_box(&bag_header).clone(),
+            _anchor: with_baggage.clone(),
+        };
+        black_box(with_baggage.with_value(copy).with_remote_span_context(sc));
+    };
+
     compare(
         "extract, HashMap (ratio to the floor)",
         vec![
             ("floor", Box::new(floor_extract)),
+            ("floor + a §10-sized copy", Box::new(floor_with_copy)),
             (
                 "lens (MapCarrier)",
                 Box::new(|| drop(black_box(lens.extract(&MapCarrier(black_box(&map)))))),
@@ -135,6 +171,7 @@ fn main() {
         "extract, HeaderMap (ratio to the floor)",
         vec![
             ("floor", Box::new(floor_extract)),
+            ("floor + a §10-sized copy", Box::new(floor_with_copy)),
             (
                 "lens (HeaderCarrier)",
                 Box::new(|| drop(black_box(lens.extract(&HeaderCarrier(black_box(&headers)))))),
