@@ -111,7 +111,8 @@ fn main() {
         ("session", "abc-def"),
         ("tier", "gold"),
     ];
-    let floor_extract = || {
+    // The floor's values, built from what is already parsed.
+    let floor_values = || {
         let state = TraceState::from_key_value(ts.iter().copied()).unwrap();
         let sc = SpanContext::new(
             black_box(trace_id),
@@ -124,6 +125,10 @@ fn main() {
         for (k, v) in &bag {
             b.insert((*k).to_owned(), (*v).to_owned());
         }
+        (sc, b)
+    };
+    let floor_extract = || {
+        let (sc, b) = floor_values();
         black_box(Context::new().with_remote_span_context(sc).with_baggage(b));
     };
 
@@ -131,18 +136,7 @@ fn main() {
     // value holding the two header strings lens keeps and an anchor Context), without parsing.
     let (ts_header, bag_header) = (TRACESTATE.to_owned(), BAGGAGE.to_owned());
     let floor_with_copy = || {
-        let state = TraceState::from_key_value(ts.iter().copied()).unwrap();
-        let sc = SpanContext::new(
-            black_box(trace_id),
-            span_id,
-            TraceFlags::SAMPLED,
-            true,
-            state,
-        );
-        let mut b = Baggage::new();
-        for (k, v) in &bag {
-            b.insert((*k).to_owned(), (*v).to_owned());
-        }
+        let (sc, b) = floor_values();
         let with_baggage = Context::new().with_baggage(b);
         let copy = CopyShapedLikeSpec10 {
             _tracestate: black_box(&ts_header).clone(),
