@@ -308,7 +308,8 @@ impl W3cPropagator {
     /// Extracts into `cx` from an `http::HeaderMap`: exactly what extracting from
     /// [`HeaderCarrier`](crate::HeaderCarrier)`(headers)` gives (every line of a name, lines that
     /// are not visible ASCII skipped), without parsing the header names or collecting the lines
-    /// into a `Vec` (up to [`INLINE_LINES`] lines of a name). The HTTP layers use it per request.
+    /// into a `Vec` (up to [`INLINE_LINES`] lines of a name). A request's few headers are read in
+    /// one pass; a map of many names, by three lookups. The HTTP layers use it per request.
     ///
     /// ```
     /// use http::{HeaderMap, HeaderValue};
