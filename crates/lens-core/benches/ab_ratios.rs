@@ -16,16 +16,16 @@ use std::time::Instant;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 use lens_core::{HeaderCarrier, MapCarrier, W3cPropagator};
-use opentelemetry::baggage::{Baggage, BaggageExt};
-use opentelemetry::propagation::{TextMapCompositePropagator, TextMapPropagator};
-use opentelemetry::trace::{SpanContext, TraceContextExt, TraceFlags, TraceState};
-use opentelemetry::{Context, SpanId, TraceId};
+use opentelemetry::Context;
+use opentelemetry::baggage::BaggageExt;
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::trace::TraceContextExt;
 use opentelemetry_http::{HeaderExtractor, HeaderInjector};
-use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
 
-const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-const TRACESTATE: &str = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE";
-const BAGGAGE: &str = "user_id=12345,session=abc-def,tier=gold";
+#[path = "support/fixture.rs"]
+mod fixture;
+use fixture::{BAGGAGE, Parsed, TRACEPARENT, TRACESTATE, incoming_headers, incoming_map, stock};
+
 const ROUNDS: usize = 41;
 const BATCH: usize = 5_000;
 
@@ -74,69 +74,23 @@ struct CopyShapedLikeSpec10 {
     _anchor: Context,
 }
 
-fn stock() -> TextMapCompositePropagator {
-    TextMapCompositePropagator::new(vec![
-        Box::new(TraceContextPropagator::new()),
-        Box::new(BaggagePropagator::new()),
-    ])
-}
-
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
     let lens = W3cPropagator::new();
     let stock = stock();
-    let map: HashMap<String, String> = [
-        ("traceparent", TRACEPARENT),
-        ("tracestate", TRACESTATE),
-        ("baggage", BAGGAGE),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect();
-    let mut headers = HeaderMap::new();
-    for (k, v) in &map {
-        headers.insert(
-            HeaderName::from_bytes(k.as_bytes()).unwrap(),
-            HeaderValue::from_str(v).unwrap(),
-        );
-    }
+    let map = incoming_map();
+    let headers = incoming_headers();
     let cx = lens.extract(&MapCarrier(&map));
-    let trace_id = TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap();
-    let span_id = SpanId::from_hex("00f067aa0ba902b7").unwrap();
-    let ts = [("rojo", "00f067aa0ba902b7"), ("congo", "t61rcWkgMzE")];
-    let bag = [
-        ("user_id", "12345"),
-        ("session", "abc-def"),
-        ("tier", "gold"),
-    ];
-    // The floor's values, built from what is already parsed.
-    let floor_values = || {
-        let state = TraceState::from_key_value(ts.iter().copied()).unwrap();
-        let sc = SpanContext::new(
-            black_box(trace_id),
-            span_id,
-            TraceFlags::SAMPLED,
-            true,
-            state,
-        );
-        let mut b = Baggage::new();
-        for (k, v) in &bag {
-            b.insert((*k).to_owned(), (*v).to_owned());
-        }
-        (sc, b)
-    };
-    let floor_extract = || {
-        let (sc, b) = floor_values();
-        black_box(Context::new().with_remote_span_context(sc).with_baggage(b));
-    };
+    let parsed = Parsed::new();
+    let floor_extract = || drop(black_box(parsed.floor_context()));
 
     // A reference, not a target: the floor plus a copy shaped like SPEC §10's (one more Context
     // value holding the two header strings lens keeps and an anchor Context), without parsing.
     let (ts_header, bag_header) = (TRACESTATE.to_owned(), BAGGAGE.to_owned());
     let floor_with_copy = || {
-        let (sc, b) = floor_values();
+        let (sc, b) = parsed.otel_values();
         let with_baggage = Context::new().with_baggage(b);
         let copy = CopyShapedLikeSpec10 {
             _tracestate: black_box(&ts_header).clone(),

@@ -21,62 +21,13 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use lens_core::traceparent::TraceParent;
 use lens_core::{HeaderCarrier, MapCarrier, W3cPropagator};
-use opentelemetry::baggage::{Baggage, BaggageExt};
-use opentelemetry::propagation::{TextMapCompositePropagator, TextMapPropagator};
-use opentelemetry::trace::{SpanContext, TraceContextExt, TraceFlags, TraceState};
-use opentelemetry::{Context, SpanId, TraceId};
+use opentelemetry::Context;
+use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry_http::{HeaderExtractor, HeaderInjector};
-use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
 
-const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-const TRACESTATE: &str = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE";
-const BAGGAGE: &str = "user_id=12345,session=abc-def,tier=gold";
-
-fn stock() -> TextMapCompositePropagator {
-    TextMapCompositePropagator::new(vec![
-        Box::new(TraceContextPropagator::new()),
-        Box::new(BaggagePropagator::new()),
-    ])
-}
-
-fn incoming_map() -> HashMap<String, String> {
-    [
-        ("traceparent", TRACEPARENT),
-        ("tracestate", TRACESTATE),
-        ("baggage", BAGGAGE),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect()
-}
-
-fn incoming_headers() -> HeaderMap {
-    let mut h = HeaderMap::new();
-    for (k, v) in [
-        ("traceparent", TRACEPARENT),
-        ("tracestate", TRACESTATE),
-        ("baggage", BAGGAGE),
-    ] {
-        h.insert(HeaderName::from_static(k), HeaderValue::from_static(v));
-    }
-    h
-}
-
-/// The floor of extract: the same Context built from values already parsed.
-fn build_context_floor(
-    trace_id: TraceId,
-    span_id: SpanId,
-    ts: &[(&str, &str); 2],
-    bag: &[(&str, &str); 3],
-) -> Context {
-    let state = TraceState::from_key_value(ts.iter().copied()).unwrap();
-    let sc = SpanContext::new(trace_id, span_id, TraceFlags::SAMPLED, true, state);
-    let mut b = Baggage::new();
-    for (k, v) in bag {
-        b.insert((*k).to_owned(), (*v).to_owned());
-    }
-    Context::new().with_remote_span_context(sc).with_baggage(b)
-}
+#[path = "support/fixture.rs"]
+mod fixture;
+use fixture::{BAGGAGE, Parsed, TRACEPARENT, TRACESTATE, incoming_headers, incoming_map, stock};
 
 fn config() -> Criterion {
     Criterion::default()
@@ -159,23 +110,14 @@ fn extract(c: &mut Criterion) {
     let stock = stock();
     let map = incoming_map();
     let headers = incoming_headers();
-    let trace_id = TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap();
-    let span_id = SpanId::from_hex("00f067aa0ba902b7").unwrap();
-    let ts = [("rojo", "00f067aa0ba902b7"), ("congo", "t61rcWkgMzE")];
-    let bag = [
-        ("user_id", "12345"),
-        ("session", "abc-def"),
-        ("tier", "gold"),
-    ];
+    let parsed = Parsed::new();
 
     let mut g = c.benchmark_group("extract/hashmap");
     g.bench_function("stock", |b| b.iter(|| stock.extract(black_box(&map))));
     g.bench_function("lens", |b| {
         b.iter(|| lens.extract(&MapCarrier(black_box(&map))))
     });
-    g.bench_function("floor", |b| {
-        b.iter(|| build_context_floor(black_box(trace_id), span_id, &ts, &bag))
-    });
+    g.bench_function("floor", |b| b.iter(|| parsed.floor_context()));
     g.finish();
 
     let mut g = c.benchmark_group("extract/headermap");
@@ -189,9 +131,7 @@ fn extract(c: &mut Criterion) {
     g.bench_function("lens extract_headers", |b| {
         b.iter(|| lens.extract_headers(&Context::current(), black_box(&headers)))
     });
-    g.bench_function("floor", |b| {
-        b.iter(|| build_context_floor(black_box(trace_id), span_id, &ts, &bag))
-    });
+    g.bench_function("floor", |b| b.iter(|| parsed.floor_context()));
     g.finish();
 }
 
