@@ -6,7 +6,10 @@
 //! Same context, carriers, stock propagator and floors as `propagation.rs`. Extract also shows,
 //! as a reference rather than a target, the floor plus a copy shaped like SPEC §10's (one more
 //! Context value holding two header strings and an anchor Context): what any implementation
-//! that keeps that copy pays before parsing a byte.
+//! that keeps that copy pays before parsing a byte; and a minimal parser for the bench's input
+//! plus that copy (`support/minimal_extract.rs`: one line per header, no whitespace, escapes or
+//! properties, everything else refused): about the least an extract that reads these headers
+//! under SPEC.md and keeps the §10 copy can cost.
 //! `cargo xtask bench core` runs both.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -24,6 +27,8 @@ use opentelemetry_http::{HeaderExtractor, HeaderInjector};
 
 #[path = "support/fixture.rs"]
 mod fixture;
+#[path = "support/minimal_extract.rs"]
+mod minimal_extract;
 use fixture::{BAGGAGE, Parsed, TRACEPARENT, TRACESTATE, incoming_headers, incoming_map, stock};
 
 const ROUNDS: usize = 41;
@@ -100,11 +105,33 @@ fn main() {
         black_box(with_baggage.with_value(copy).with_remote_span_context(sc));
     };
 
+    // The minimal parser builds what lens builds, or it would be no reference.
+    for minimal in [
+        minimal_extract::minimal_extract_map(&map),
+        minimal_extract::minimal_extract_headers(&headers),
+    ] {
+        let minimal = minimal.expect("the minimal parser reads the bench's headers");
+        assert_eq!(minimal.span().span_context(), cx.span().span_context());
+        let mut minimal_baggage: Vec<_> = minimal.baggage().iter().collect();
+        let mut lens_baggage: Vec<_> = cx.baggage().iter().collect();
+        minimal_baggage.sort_by_key(|(k, _)| k.as_str());
+        lens_baggage.sort_by_key(|(k, _)| k.as_str());
+        assert_eq!(minimal_baggage, lens_baggage);
+    }
+
     compare(
         "extract, HashMap (ratio to the floor)",
         vec![
             ("floor", Box::new(floor_extract)),
             ("floor + a §10-sized copy", Box::new(floor_with_copy)),
+            (
+                "minimal parse + §10 copy",
+                Box::new(|| {
+                    drop(black_box(minimal_extract::minimal_extract_map(black_box(
+                        &map,
+                    ))))
+                }),
+            ),
             (
                 "lens (MapCarrier)",
                 Box::new(|| drop(black_box(lens.extract(&MapCarrier(black_box(&map)))))),
@@ -120,6 +147,14 @@ fn main() {
         vec![
             ("floor", Box::new(floor_extract)),
             ("floor + a §10-sized copy", Box::new(floor_with_copy)),
+            (
+                "minimal parse + §10 copy",
+                Box::new(|| {
+                    drop(black_box(minimal_extract::minimal_extract_headers(
+                        black_box(&headers),
+                    )))
+                }),
+            ),
             (
                 "lens (HeaderCarrier)",
                 Box::new(|| drop(black_box(lens.extract(&HeaderCarrier(black_box(&headers)))))),
