@@ -6,10 +6,10 @@
 //! perf stat -e task-clock,cycles,instructions target/release/examples/loopback lens_layer 50000
 //! ```
 //!
-//! Variants: `bare_axum`, `lens_layer`, `axum_tracing_opentelemetry` (server side),
-//! `reqwest_middleware`, `lens_middleware` (client side, against a bare server). The process
-//! warms the variant up (2000 requests), then sends the given number of requests and prints the
-//! wall time and the process CPU time per request.
+//! Variants: `bare_axum`, `span_floor`, `lens_layer`, `axum_tracing_opentelemetry` (server side),
+//! `reqwest_middleware`, `span_floor_middleware`, `lens_middleware` (client side, against a bare
+//! server). The process warms the variant up (2000 requests), then sends the given number of
+//! requests and prints the wall time and the process CPU time per request.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -33,8 +33,9 @@ fn main() {
     }
     let Some(v) = variants.first() else {
         panic!(
-            "unknown variant {name}; one of bare_axum, lens_layer, axum_tracing_opentelemetry, \
-             reqwest_middleware, lens_middleware"
+            "unknown variant {name}; one of bare_axum, span_floor, lens_layer, \
+             axum_tracing_opentelemetry, reqwest_middleware, span_floor_middleware, \
+             lens_middleware"
         );
     };
     (v.run)(2000);

@@ -21,6 +21,9 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter};
 use tower_service::Service;
 
+#[path = "span_floor.rs"]
+mod span_floor;
+
 pub(crate) const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 pub(crate) const GRPC_PATH: &str = "/lens.bench.Echo/Echo";
 
@@ -260,11 +263,32 @@ where
     layer.layer(inner)
 }
 
-/// Every driver, in pairs (bare, lens).
+/// The span floor of `span_floor.rs` on axum and on reqwest-middleware: a reference for what
+/// lens adds beyond the least any OpenTelemetry instrumentation does.
+#[allow(dead_code)]
+pub(crate) fn span_floor_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
+    use opentelemetry::trace::Tracer as _;
+    let tracer = provider.tracer("bench-client");
+    let parent = Context::new().with_span(tracer.start("parent"));
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(span_floor::SpanFloorMiddleware(tracer))
+        .with(Answer)
+        .build();
+    vec![
+        axum_driver(
+            "axum_span_floor",
+            hello().layer(span_floor::SpanFloorLayer(provider.tracer("bench"))),
+        ),
+        reqwest_driver("reqwest_span_floor", client, parent),
+    ]
+}
+
+/// Every driver: the pairs (bare, lens), then the span floors.
 #[allow(dead_code)]
 pub(crate) fn all(provider: &SdkTracerProvider) -> Vec<Driver> {
     let mut v = axum_drivers(provider);
     v.extend(reqwest_drivers(provider));
     v.extend(grpc_drivers(provider));
+    v.extend(span_floor_drivers(provider));
     v
 }

@@ -31,6 +31,9 @@ use opentelemetry_sdk::trace::{
 };
 use tokio::runtime::Runtime;
 
+#[path = "span_floor.rs"]
+mod span_floor;
+
 /// Concurrent connections (tasks) of the load generator.
 pub(crate) const CONNECTIONS: usize = 8;
 const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -162,8 +165,9 @@ fn install_tracing_subscriber(tracer: SdkTracer) {
     tracing::subscriber::set_global_default(subscriber).unwrap();
 }
 
-/// Bare axum (the baseline), axum + `LensLayer`, axum + axum-tracing-opentelemetry's layers.
-/// Which of them are built is chosen by `names` (all when empty).
+/// Bare axum (the baseline), axum + the span floor (a reference: `support/span_floor.rs`),
+/// axum + `LensLayer`, axum + axum-tracing-opentelemetry's layers. Which of them are built is
+/// chosen by `names` (all when empty).
 pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Variant> {
     let wanted = |n: &str| names.is_empty() || names.contains(&n);
     let mut out = Vec::new();
@@ -172,6 +176,18 @@ pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
         out.push(variant(
             rt,
             "bare_axum",
+            client_builder().build(),
+            addr,
+            Context::new(),
+            true,
+        ));
+    }
+    if wanted("span_floor") {
+        let layer = span_floor::SpanFloorLayer(tracer("span-floor-server"));
+        let addr = rt.block_on(serve(hello().layer(layer)));
+        out.push(variant(
+            rt,
+            "span_floor",
             client_builder().build(),
             addr,
             Context::new(),
@@ -209,8 +225,9 @@ pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
     out
 }
 
-/// reqwest through reqwest-middleware alone (the baseline) and with `LensMiddleware`, both
-/// against one bare axum server; every request's extensions hold a Context with a sampled span.
+/// reqwest through reqwest-middleware alone (the baseline), with the span floor's middleware (a
+/// reference: `support/span_floor.rs`) and with `LensMiddleware`, all against one bare axum
+/// server; every request's extensions hold a Context with a sampled span.
 pub(crate) fn client_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Variant> {
     let wanted = |n: &str| names.is_empty() || names.contains(&n);
     let addr = rt.block_on(serve(hello()));
@@ -222,6 +239,20 @@ pub(crate) fn client_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
             rt,
             "reqwest_middleware",
             client_builder().build(),
+            addr,
+            parent.clone(),
+            false,
+        ));
+    }
+    if wanted("span_floor_middleware") {
+        out.push(variant(
+            rt,
+            "span_floor_middleware",
+            client_builder()
+                .with(span_floor::SpanFloorMiddleware(self::tracer(
+                    "span-floor-client",
+                )))
+                .build(),
             addr,
             parent.clone(),
             false,
