@@ -13,40 +13,40 @@ use opentelemetry::baggage::{Baggage, BaggageExt};
 use opentelemetry::trace::{SpanContext, TraceContextExt, TraceFlags, TraceState};
 use opentelemetry::{Context, SpanId, TraceId};
 
+/// Whether `set` holds `b` (usable in the table below, which is built at compile time).
+const fn has(set: &[u8], b: u8) -> bool {
+    let mut i = 0;
+    while i < set.len() {
+        if set[i] == b {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
 /// Byte classes. Tracestate: bit 0 may start a key, bit 1 key character, bit 2 value character.
 /// Baggage: bit 3 key (HTTP token), bit 4 value octet that needs no escaping on inject.
+/// Written out here rather than shared with lens-core: the reference owes lens nothing.
 const CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut i = 0;
     while i < 256 {
         let b = i as u8;
+        let alnum = b.is_ascii_alphanumeric();
         let start = b.is_ascii_lowercase() || b.is_ascii_digit();
-        let key = start || matches!(b, b'_' | b'-' | b'*' | b'/' | b'@');
-        let value = b >= 0x20 && b <= 0x7e && b != b',' && b != b'=';
-        let token = b.is_ascii_alphanumeric()
-            || matches!(
-                b,
-                b'!' | b'#'
-                    | b'$'
-                    | b'%'
-                    | b'&'
-                    | b'\''
-                    | b'*'
-                    | b'+'
-                    | b'-'
-                    | b'.'
-                    | b'^'
-                    | b'_'
-                    | b'`'
-                    | b'|'
-                    | b'~'
-            );
-        let unreserved = b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~');
-        t[i] = (start as u8)
-            | ((key as u8) << 1)
-            | ((value as u8) << 2)
-            | ((token as u8) << 3)
-            | ((unreserved as u8) << 4);
+        let classes = [
+            start,
+            start || has(b"_-*/@", b),
+            b >= 0x20 && b <= 0x7e && !has(b",=", b),
+            alnum || has(b"!#$%&'*+-.^_`|~", b),
+            alnum || has(b"-._~", b),
+        ];
+        let mut bit = 0;
+        while bit < classes.len() {
+            t[i] |= (classes[bit] as u8) << bit;
+            bit += 1;
+        }
         i += 1;
     }
     t
