@@ -1,9 +1,9 @@
-//! `cargo xtask fuzz`: every cargo-fuzz (libFuzzer) target of `fuzz/`, each for a fixed time.
+//! `cargo xtask fuzz`: every cargo-fuzz (libFuzzer) target of `tests/fuzz/`, each for a fixed time.
 //!
-//! The targets (`fuzz/fuzz_targets/*.rs`) check properties beyond "no panic": an extracted
+//! The targets (`tests/fuzz/fuzz_targets/*.rs`) check properties beyond "no panic": an extracted
 //! Context injected and extracted again is the same Context, and what lens sends stays within
-//! SPEC.md §8. Each run starts from the committed seed corpus (`fuzz/seeds/<target>/`) and the
-//! working corpus (`fuzz/corpus/<target>/`, ignored by git, grown by earlier runs).
+//! SPEC.md §8. Each run starts from the committed seed corpus (`tests/fuzz/seeds/<target>/`) and the
+//! working corpus (`tests/fuzz/corpus/<target>/`, ignored by git, grown by earlier runs).
 
 use std::fs;
 use std::path::Path;
@@ -15,10 +15,10 @@ use crate::{Failure, Result, cargo, run, show, workspace_root};
 pub(crate) const HELP: &str = "\
 usage: cargo xtask fuzz [--seconds N] [TARGET...]
 
-Builds the cargo-fuzz targets of fuzz/ and runs each for N seconds (default 30), one after the
-other, from the seed corpus fuzz/seeds/<target>/ and the working corpus fuzz/corpus/<target>/.
+Builds the cargo-fuzz targets of tests/fuzz/ and runs each for N seconds (default 30), one after the
+other, from the seed corpus tests/fuzz/seeds/<target>/ and the working corpus tests/fuzz/corpus/<target>/.
 Prints the executions per target; fails on the first crash or failed property (the input is
-saved under fuzz/artifacts/<target>/; reproduce with `cargo fuzz run <target> <file>`).
+saved under tests/fuzz/artifacts/<target>/; reproduce with `cargo fuzz run <target> <file>`).
 
 TARGET: any of traceparent, tracestate, baggage, extract_headers, carrier_json, nccl_frame,
 grpc_metadata (default: all).
@@ -27,7 +27,7 @@ Needs cargo-fuzz (`cargo install --locked cargo-fuzz`) and a C++ compiler for li
 stable toolchain the nightly flags cargo-fuzz passes are allowed with RUSTC_BOOTSTRAP=1, which
 this command sets.";
 
-/// The fuzz targets, in the order they run (the `[[bin]]` names of `fuzz/Cargo.toml`).
+/// The fuzz targets, in the order they run (the `[[bin]]` names of `tests/fuzz/Cargo.toml`).
 pub(crate) const TARGETS: &[&str] = &[
     "traceparent",
     "tracestate",
@@ -119,7 +119,7 @@ pub(crate) fn fuzz(args: &[String]) -> Result {
     }
     run("fuzz build", fuzz_command(&["fuzz", "build"]))?;
 
-    let logs = root.join("fuzz").join("target").join("xtask-logs");
+    let logs = root.join(FUZZ_DIR).join("target").join("xtask-logs");
     fs::create_dir_all(&logs)
         .map_err(|e| Failure::Step(format!("cannot create {}: {e}", logs.display())))?;
     let mut outcomes = Vec::new();
@@ -149,8 +149,8 @@ pub(crate) fn fuzz(args: &[String]) -> Result {
 }
 
 fn run_target(root: &Path, logs: &Path, target: &'static str, seconds: u64) -> Result<Outcome> {
-    let corpus = root.join("fuzz").join("corpus").join(target);
-    let seeds = root.join("fuzz").join("seeds").join(target);
+    let corpus = root.join(FUZZ_DIR).join("corpus").join(target);
+    let seeds = root.join(FUZZ_DIR).join("seeds").join(target);
     fs::create_dir_all(&corpus)
         .map_err(|e| Failure::Step(format!("cannot create {}: {e}", corpus.display())))?;
     let log_path = logs.join(format!("{target}.log"));
@@ -192,7 +192,7 @@ fn run_target(root: &Path, logs: &Path, target: &'static str, seconds: u64) -> R
             eprintln!("{line}");
         }
         return Err(Failure::Step(format!(
-            "fuzz target `{target}` failed ({status}); the input is under fuzz/artifacts/{target}/, \
+            "fuzz target `{target}` failed ({status}); the input is under tests/fuzz/artifacts/{target}/, \
              the whole log in {}",
             log_path.display()
         )));
@@ -228,14 +228,21 @@ fn count_files(dir: &Path) -> usize {
     fs::read_dir(dir).map_or(0, |entries| entries.flatten().count())
 }
 
-/// `cargo <args>` from the workspace root, with the nightly flags of cargo-fuzz allowed.
+/// The cargo-fuzz project, relative to the workspace root (its own workspace).
+const FUZZ_DIR: &str = "tests/fuzz";
+
+/// `cargo <args>` from the workspace root, with the nightly flags of cargo-fuzz allowed. `build`
+/// and `run` are pointed at [`FUZZ_DIR`] (cargo-fuzz looks for `fuzz/` by default).
 fn fuzz_command(args: &[&str]) -> Command {
     let mut command = cargo(args);
+    if matches!(args, ["fuzz", "build" | "run", ..]) {
+        command.args(["--fuzz-dir", FUZZ_DIR]);
+    }
     command.env("RUSTC_BOOTSTRAP", "1");
     command
 }
 
-/// The `[[bin]]` names declared in `fuzz/Cargo.toml` (read without a TOML parser).
+/// The `[[bin]]` names declared in `tests/fuzz/Cargo.toml` (read without a TOML parser).
 #[cfg(test)]
 fn declared_targets(manifest: &str) -> Vec<String> {
     let mut names = Vec::new();
@@ -262,7 +269,7 @@ mod tests {
 
     /// Where the committed seeds of `target` live.
     fn seeds_dir(target: &str) -> PathBuf {
-        workspace_root().join("fuzz").join("seeds").join(target)
+        workspace_root().join(FUZZ_DIR).join("seeds").join(target)
     }
 
     fn args(list: &[&str]) -> Vec<String> {
@@ -271,17 +278,17 @@ mod tests {
 
     #[test]
     fn every_declared_target_runs_and_has_seeds() {
-        let manifest = fs::read_to_string(workspace_root().join("fuzz").join("Cargo.toml"))
+        let manifest = fs::read_to_string(workspace_root().join(FUZZ_DIR).join("Cargo.toml"))
             .unwrap_or_default();
         let declared = declared_targets(&manifest);
-        assert_eq!(declared, TARGETS, "fuzz/Cargo.toml [[bin]] vs TARGETS");
+        assert_eq!(declared, TARGETS, "tests/fuzz/Cargo.toml [[bin]] vs TARGETS");
         for target in TARGETS {
             assert!(
                 count_files(&seeds_dir(target)) > 0,
-                "no seeds for {target} in fuzz/seeds/"
+                "no seeds for {target} in tests/fuzz/seeds/"
             );
             let source = workspace_root()
-                .join("fuzz")
+                .join(FUZZ_DIR)
                 .join("fuzz_targets")
                 .join(format!("{target}.rs"));
             assert!(source.is_file(), "{}", source.display());

@@ -4,10 +4,10 @@
 //!    versions).
 //! 2. Creates a virtual environment under `$LENS_INTEROP_CACHE` (default
 //!    `<target-dir>/interop-venv/`), keyed by the Python version and a hash of
-//!    `interop/requirements.txt`, and installs that pinned list from PyPI. A ready venv (its
+//!    `tests/interop/requirements.txt`, and installs that pinned list from PyPI. A ready venv (its
 //!    marker file written after a successful install) is reused as it is.
-//! 3. Builds and runs the harness `lens-interop` (`crates/lens-interop`), which starts the Python
-//!    scripts of `interop/python/`, runs every scenario and checks the result.
+//! 3. Builds and runs the harness `lens-interop` (`tests/interop`), which starts the Python
+//!    scripts of `tests/interop/python/`, runs every scenario and checks the result.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -27,7 +27,7 @@ Needs a Python >= 3.13 (nemo-lens 0.1.0 requires it), looked for in this order:
   $LENS_INTEROP_PYTHON, python3.14 / python3.13 / python3 / python on PATH, then
   $PYENV_ROOT/versions/*/bin/python3 (default ~/.pyenv), newest first.
 The first run creates a venv in $LENS_INTEROP_CACHE (default <target-dir>/interop-venv/) and
-installs interop/requirements.txt from PyPI (network needed once); later runs reuse it until that
+installs tests/interop/requirements.txt from PyPI (network needed once); later runs reuse it until that
 file or the Python changes.
 
 `cargo xtask test` runs this step when such a Python is found and otherwise says why it skipped
@@ -37,7 +37,7 @@ it; with LENS_INTEROP=require (as .ci/run sets it) a missing Python fails the ru
 pub(crate) const MIN_PYTHON: (u32, u32) = (3, 13);
 
 /// The pinned Python packages, relative to the workspace root.
-const REQUIREMENTS: &str = "interop/requirements.txt";
+const REQUIREMENTS: &str = "tests/interop/requirements.txt";
 
 /// Written into a venv once its packages are installed; holds the venv's key.
 const READY_MARKER: &str = "lens-interop-ready";
@@ -102,7 +102,7 @@ pub(crate) fn interop(args: &[String]) -> Result {
         .arg("--python")
         .arg(&venv_python)
         .arg("--scripts")
-        .arg(root.join("interop").join("python"))
+        .arg(root.join("tests").join("interop").join("python"))
         .arg("--out")
         .arg(target.join("interop"))
         .current_dir(&root);

@@ -1,4 +1,4 @@
-//! `cargo xtask soak`: load and fault checks (crates/lens-soak), in release mode.
+//! `cargo xtask soak`: load and fault checks (tests/soak), in release mode.
 //!
 //! 1. `lens-soak soak`: the axum → reqwest → axum chain on loopback under C concurrent clients,
 //!    every request with its own trace id and baggage; fails on a context mix-up, a lost span,
@@ -12,7 +12,7 @@ use crate::{Failure, Result, cargo, run};
 pub(crate) const HELP: &str = "\
 usage: cargo xtask soak [--seconds N] [--concurrency C] [--fault-seconds M]
 
-Builds crates/lens-soak in release mode, then runs:
+Builds tests/soak in release mode, then runs:
   1. the soak: the axum -> reqwest -> axum chain on loopback under C concurrent clients for N
      seconds (default 20, C default 8); fails on a context mix-up (a hop that saw another
      request's ids), a lost or duplicated span (exported != requests x 3), or resident memory

@@ -10,7 +10,7 @@
 //!   is printable ASCII, so nothing received can smuggle a CR/LF (header injection) into an
 //!   outgoing request.
 //!
-//! A failed check panics: libFuzzer records the input as a crash under `fuzz/artifacts/`.
+//! A failed check panics: libFuzzer records the input as a crash under `tests/fuzz/artifacts/`.
 #![forbid(unsafe_code)]
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 

@@ -3,9 +3,9 @@
 //!
 //! ```sh
 //! cargo xtask interop      # finds Python >= 3.13, caches the venv, builds and runs this
-//! # or by hand, with a venv made from interop/requirements.txt:
+//! # or by hand, with a venv made from tests/interop/requirements.txt:
 //! cargo run -p lens-interop -- --python target/interop-venv/<key>/bin/python \
-//!     --scripts interop/python --out target/interop
+//!     --scripts tests/interop/python --out target/interop
 //! ```
 //!
 //! A test harness, not a library: an application like `lens-cli`, so it may depend on the

@@ -18,7 +18,7 @@ pub(crate) enum Side {
     Rust,
 }
 
-/// One finished span (the JSON of `interop/python/common.py`'s `span_json`).
+/// One finished span (the JSON of `tests/interop/python/common.py`'s `span_json`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct SpanRecord {
     #[serde(default)]

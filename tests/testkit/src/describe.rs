@@ -11,7 +11,7 @@ use crate::vectors::pairs;
 
 /// What a Context holds: its valid span context, if any, and its baggage in order.
 ///
-/// Serialized as lens-interop and its Python side exchange it (`interop/python/common.py`).
+/// Serialized as lens-interop and its Python side exchange it (`tests/interop/python/common.py`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContextDescription {
     /// The span context, when valid.

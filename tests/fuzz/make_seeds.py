@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Writes the committed seed corpus, fuzz/seeds/<target>/seed-*.
+"""Writes the committed seed corpus, tests/fuzz/seeds/<target>/seed-*.
 
-Sources: the public NeMo Lens vectors (../../shared/vectors/nemo-lens-public.json, when present)
+Sources: the public NeMo Lens vectors (../../../shared/vectors/nemo-lens-public.json, when present)
 and hand-written hostile inputs. Run it again after changing it; it replaces seeds/.
-Usage: python3 fuzz/make_seeds.py
+Usage: python3 tests/fuzz/make_seeds.py
 """
 import base64
 import hashlib
@@ -14,7 +14,7 @@ import struct
 
 HERE = pathlib.Path(__file__).resolve().parent
 SEEDS = HERE / "seeds"
-VECTORS = HERE.parent.parent / "shared" / "vectors" / "nemo-lens-public.json"
+VECTORS = HERE.parent.parent.parent / "shared" / "vectors" / "nemo-lens-public.json"
 
 TP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 NAMES = ["traceparent", "tracestate", "baggage", "TraceParent", "TRACESTATE", "Baggage",

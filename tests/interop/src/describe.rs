@@ -1,6 +1,6 @@
 //! Contexts as JSON both languages read and write: a [`Spec`] to build, a [`Seen`] observed.
 //!
-//! The Python side is `interop/python/common.py` (`build_context`, `describe`).
+//! The Python side is `tests/interop/python/common.py` (`build_context`, `describe`).
 
 use lens_core::LensContextExt;
 use opentelemetry::Context;
