@@ -281,7 +281,10 @@ mod tests {
         let manifest = fs::read_to_string(workspace_root().join(FUZZ_DIR).join("Cargo.toml"))
             .unwrap_or_default();
         let declared = declared_targets(&manifest);
-        assert_eq!(declared, TARGETS, "tests/fuzz/Cargo.toml [[bin]] vs TARGETS");
+        assert_eq!(
+            declared, TARGETS,
+            "tests/fuzz/Cargo.toml [[bin]] vs TARGETS"
+        );
         for target in TARGETS {
             assert!(
                 count_files(&seeds_dir(target)) > 0,
