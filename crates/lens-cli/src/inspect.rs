@@ -1,41 +1,87 @@
 //! `lens inspect`: decode traceparent, tracestate and baggage values and explain rejections.
+//!
+//! Every value is read by lens-core's own parsers; this module only decides which parser a
+//! value goes to and presents what the parser says (as text, or one JSON object per value).
 
 use std::fmt::Write as _;
+use std::io::{BufRead as _, Write as _};
 use std::process::ExitCode;
 
 use lens_core::Limits;
 use lens_core::baggage::{BaggageIssueReason, BaggageList};
 use lens_core::traceparent::{FLAG_RANDOM, FLAG_SAMPLED, KNOWN_FLAGS, TraceParent};
 use lens_core::tracestate::TraceStateList;
-
-use crate::USAGE_ERROR;
+use serde::Serialize;
+use serde_json::{Value, json};
 
 mod nccl;
 
-const HELP: &str = "\
-usage: lens inspect [--as KIND] [--plus-as-space] VALUE...
+/// `lens inspect`: decode and check traceparent, tracestate, baggage and NCCL context values.
+///
+/// Prints each field of every value; for anything rejected, the rule of SPEC.md that rejects it.
+#[derive(Debug, clap::Args)]
+#[command(
+    long_about = "Decodes a traceparent, tracestate or baggage header value and prints each \
+field; for anything rejected, prints the rule of SPEC.md that rejects it.
 
-Decodes a traceparent, tracestate or baggage header value and prints each field; for anything
-rejected, prints the rule of SPEC.md that rejects it.
-
-VALUE is a header value (`00-4bf9...-01`) or a header line (`baggage: user=alice`; the name is
-case-insensitive). Several VALUEs are several lines of one header, read as lens reads them
+VALUE is a header value (`00-4bf9...-01`) or a header line (`baggage: user=alice`; the name is \
+case-insensitive). Several VALUEs are several lines of one header, read as lens reads them \
 (traceparent lines must agree; tracestate and baggage lines form one list).
 
-Without a header name or --as, a value shaped like a traceparent (two characters, `-`, then hex
-digits and dashes, no `=`) is read as a traceparent; otherwise the content decides between
+`-` reads standard input, one value or header line per line: a dump of request headers can be \
+piped in. Lines of each of the three headers are read together as one header; each line without \
+a header name is a value of its own; other headers and request or status lines are skipped.
+
+Without a header name or --as, a value shaped like a traceparent (two characters, `-`, then hex \
+digits and dashes, no `=`) is read as a traceparent; otherwise the content decides between \
 tracestate and baggage.
 
-NCCL context bytes (NeMo Lens `serialize_context()`, lens-nccl) are read too: JSON text
-(`{\"traceparent\": ...}`), or base64 of that JSON or of a lens-nccl context frame. The frame's
-header and checksum are checked, then the JSON carrier, then each header in it.
+NCCL context bytes (NeMo Lens `serialize_context()`, lens-nccl) are read too: JSON text \
+(`{\"traceparent\": ...}`), or base64 of that JSON or of a lens-nccl context frame. The frame's \
+header and checksum are checked, then the JSON carrier, then each header in it.",
+    after_help = "Exit status: 0 valid, 1 invalid (something was rejected or dropped), 2 usage error."
+)]
+pub(crate) struct Args {
+    /// Header values or `name: value` header lines; `-` reads them from standard input
+    #[arg(value_name = "VALUE", required = true)]
+    values: Vec<String>,
 
-options:
-  --as KIND         read the values as KIND: traceparent, tracestate, baggage or nccl
-  --plus-as-space   baggage: decode `+` in values as a space (Python senders; SPEC.md §3)
-  -h, --help        print this text
+    /// Read the values as KIND (case-insensitive)
+    #[arg(long = "as", value_name = "KIND", value_enum, ignore_case = true)]
+    kind: Option<KindArg>,
 
-exit status: 0 valid, 1 invalid (something was rejected or dropped), 2 usage error";
+    /// Baggage: decode `+` in values as a space (Python senders; SPEC.md §3)
+    #[arg(long)]
+    plus_as_space: bool,
+
+    /// Print one JSON object per value (kind, valid, fields, rejections with their rule, what
+    /// would be sent), one per line
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        default_value = "false",
+        hide_default_value = true,
+        hide_possible_values = true,
+        value_parser = clap::builder::BoolishValueParser::new(),
+    )]
+    json: bool,
+}
+
+/// The kinds `--as` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum KindArg {
+    /// A traceparent header value
+    Traceparent,
+    /// A tracestate header value
+    Tracestate,
+    /// A baggage header value
+    Baggage,
+    /// NCCL context bytes: JSON text, or base64 of it or of a lens-nccl context frame
+    Nccl,
+}
 
 /// The header kinds `lens inspect` reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,82 +110,269 @@ impl Kind {
     }
 }
 
-/// A command-line mistake: reported with the help text, exit 2.
+impl KindArg {
+    /// The header kind, `None` for NCCL bytes.
+    fn header(self) -> Option<Kind> {
+        match self {
+            KindArg::Traceparent => Some(Kind::TraceParent),
+            KindArg::Tracestate => Some(Kind::TraceState),
+            KindArg::Baggage => Some(Kind::Baggage),
+            KindArg::Nccl => None,
+        }
+    }
+}
+
+/// A command-line mistake: reported as a usage error, exit 2.
 struct Usage(String);
 
-struct Options {
-    kind: Option<Kind>,
-    plus_as_space: bool,
-    values: Vec<String>,
+/// What `lens inspect` found in one value (or in the lines of one header): the `--json` object,
+/// and the text printed without `--json`.
+#[derive(Debug, Serialize)]
+pub(crate) struct Inspection {
+    /// `traceparent`, `tracestate`, `baggage` or `nccl`.
+    kind: &'static str,
+    /// The value's lines as received.
+    input: Vec<String>,
+    /// How the kind was decided, when neither `--as` nor a header name did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    read_as: Option<&'static str>,
+    /// Nothing was rejected or dropped.
+    valid: bool,
+    /// The decoded fields (members, for lists).
+    fields: serde_json::Map<String, Value>,
+    /// Each rejection, with the rule that rejects it.
+    rejections: Vec<Rejection>,
+    /// Remarks that do not make the value invalid (repeated keys, unknown flag bits).
+    notes: Vec<String>,
+    /// The header lens would send on; `null` when it would send none.
+    sent: Option<String>,
+    #[serde(skip)]
+    text: String,
 }
 
-/// Runs `lens inspect` with `args` (everything after `inspect`).
-pub(crate) fn main(args: &[String]) -> ExitCode {
-    if let Some(code) = nccl::main_if_nccl(args) {
-        return code;
-    }
-    let result = parse_args(args).and_then(|options| match options {
-        None => {
-            println!("{HELP}");
-            Ok(true)
-        }
-        Some(options) => run(&options),
-    });
-    match result {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(Usage(message)) => {
-            eprintln!("error: {message}\n\n{HELP}");
-            ExitCode::from(USAGE_ERROR)
+/// One thing a parser rejected.
+#[derive(Debug, Serialize)]
+struct Rejection {
+    /// The list member dropped (tracestate and baggage members).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    member: Option<String>,
+    /// lens-core's message.
+    reason: String,
+    /// The rule the message cites (`SPEC §1`).
+    rule: Option<String>,
+    /// What lens does about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    effect: Option<String>,
+}
+
+impl Rejection {
+    fn new(member: Option<&str>, reason: String, effect: Option<&str>) -> Rejection {
+        Rejection {
+            member: member.map(str::to_owned),
+            rule: cited_rule(&reason),
+            reason,
+            effect: effect.map(str::to_owned),
         }
     }
 }
 
-/// `Ok(None)` when help was asked for.
-fn parse_args(args: &[String]) -> Result<Option<Options>, Usage> {
-    let mut options = Options {
-        kind: None,
-        plus_as_space: false,
-        values: Vec::new(),
+/// The rule a lens-core message cites: its last parenthesised `SPEC ...` reference.
+fn cited_rule(message: &str) -> Option<String> {
+    let start = message.rfind("(SPEC")? + 1;
+    let len = message[start..].find(')')?;
+    Some(message[start..start + len].to_owned())
+}
+
+impl Inspection {
+    fn new(kind: &'static str, lines: &[&str]) -> Inspection {
+        Inspection {
+            kind,
+            input: lines.iter().map(|l| trim_ows(l).to_owned()).collect(),
+            read_as: None,
+            valid: true,
+            fields: serde_json::Map::new(),
+            rejections: Vec::new(),
+            notes: Vec::new(),
+            sent: None,
+            text: String::new(),
+        }
+    }
+
+    fn field(&mut self, name: &str, value: impl Into<Value>) {
+        self.fields.insert(name.to_owned(), value.into());
+    }
+
+    fn note(&mut self, text: String) {
+        let _ = writeln!(self.text, "  note: {text}");
+        self.notes.push(text);
+    }
+}
+
+/// Runs `lens inspect`.
+pub(crate) fn main(args: Args) -> ExitCode {
+    let plus_as_space = args.plus_as_space;
+    let inspections = match args.values.as_slice() {
+        [dash] if dash == "-" => match read_stdin() {
+            Ok(lines) => inspect_stdin(&lines, args.kind, plus_as_space),
+            Err(message) => Err(Usage(message)),
+        },
+        values if values.iter().any(|v| v == "-") => Err(Usage(
+            "`-` (read standard input) cannot be combined with other VALUEs".into(),
+        )),
+        values => {
+            let values: Vec<&str> = values.iter().map(String::as_str).collect();
+            inspect_values(&values, args.kind, plus_as_space)
+        }
     };
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let kind_name = match arg.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--plus-as-space" => {
-                options.plus_as_space = true;
-                continue;
-            }
-            "--" => {
-                options.values.extend(args.by_ref().cloned());
-                break;
-            }
-            "--as" => match args.next() {
-                Some(name) => name.as_str(),
-                None => return Err(Usage("`--as` needs a KIND".into())),
-            },
-            other => match other.strip_prefix("--as=") {
-                Some(name) => name,
-                None if other.starts_with("--") => {
-                    return Err(Usage(format!("unknown option `{other}`")));
+    let inspections = match inspections {
+        Ok(inspections) => inspections,
+        Err(Usage(message)) => return crate::usage_error("inspect", message),
+    };
+    let mut out = String::new();
+    for (i, inspection) in inspections.iter().enumerate() {
+        if args.json {
+            match serde_json::to_string(inspection) {
+                Ok(line) => out.push_str(&line),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::FAILURE;
                 }
-                None => {
-                    options.values.push(other.to_owned());
-                    continue;
+            }
+            out.push('\n');
+        } else {
+            if i > 0 {
+                out.push('\n');
+            }
+            out.push_str(&inspection.text);
+        }
+    }
+    let written = {
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(out.as_bytes())
+            .and_then(|()| stdout.flush())
+    };
+    if written.is_ok() && inspections.iter().all(|i| i.valid) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The lines of standard input, line endings removed.
+fn read_stdin() -> Result<Vec<String>, String> {
+    let mut lines = Vec::new();
+    for line in std::io::stdin().lock().split(b'\n') {
+        let mut line = line.map_err(|e| format!("cannot read standard input: {e}"))?;
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        // Bytes that are not UTF-8 become U+FFFD, which every parser rejects as non-ASCII.
+        lines.push(String::from_utf8_lossy(&line).into_owned());
+    }
+    Ok(lines)
+}
+
+/// Standard input: the lines of each of the three headers are one header (in order of their
+/// first line); every line without a header name is one value; anything else in a header dump
+/// (other headers, the request or status line, blank lines) is skipped.
+fn inspect_stdin(
+    lines: &[String],
+    forced: Option<KindArg>,
+    plus_as_space: bool,
+) -> Result<Vec<Inspection>, Usage> {
+    enum Group<'a> {
+        Header(Kind, Vec<&'a str>),
+        Value(&'a str),
+    }
+    let mut groups: Vec<Group<'_>> = Vec::new();
+    let mut skipped = 0usize;
+    for line in lines {
+        let line = line.as_str();
+        if trim_ows(line).is_empty() {
+            continue;
+        }
+        match split_header(line) {
+            Some((name, _)) => match Kind::from_name(name) {
+                Some(kind) => {
+                    let found = groups.iter_mut().find_map(|g| match g {
+                        Group::Header(k, lines) if *k == kind => Some(lines),
+                        _ => None,
+                    });
+                    match found {
+                        Some(lines) => lines.push(line),
+                        None => groups.push(Group::Header(kind, vec![line])),
+                    }
                 }
+                None => skipped += 1,
             },
-        };
-        let kind = Kind::from_name(kind_name).ok_or_else(|| {
-            Usage(format!(
-                "unknown KIND `{kind_name}` (expected traceparent, tracestate or baggage)"
-            ))
-        })?;
-        options.kind = Some(kind);
+            None if is_http_start_line(line) => skipped += 1,
+            None => groups.push(Group::Value(line)),
+        }
     }
-    if options.values.is_empty() {
-        return Err(Usage("no VALUE to inspect".into()));
+    if skipped > 0 {
+        eprintln!(
+            "note: skipped {skipped} line{} of standard input that {} not a traceparent, \
+             tracestate or baggage value or header",
+            plural(skipped),
+            if skipped == 1 { "is" } else { "are" }
+        );
     }
-    Ok(Some(options))
+    if groups.is_empty() {
+        return Err(Usage(
+            "standard input holds no traceparent, tracestate or baggage value or header".into(),
+        ));
+    }
+    let mut inspections = Vec::new();
+    for group in groups {
+        match group {
+            Group::Header(_, lines) => {
+                inspections.extend(inspect_values(&lines, None, plus_as_space)?);
+            }
+            Group::Value(value) => {
+                inspections.extend(inspect_values(&[value], forced, plus_as_space)?);
+            }
+        }
+    }
+    Ok(inspections)
+}
+
+/// `GET /path HTTP/1.1` or `HTTP/1.1 200 OK`: the first line of a request or response dump.
+fn is_http_start_line(line: &str) -> bool {
+    let mut words = line.split_ascii_whitespace();
+    let first = words.next().unwrap_or("");
+    let last = words.last().unwrap_or("");
+    first.starts_with("HTTP/") || last.starts_with("HTTP/")
+}
+
+/// Inspects `values`, the lines of one header (or NCCL values, one inspection each).
+fn inspect_values(
+    values: &[&str],
+    forced: Option<KindArg>,
+    plus_as_space: bool,
+) -> Result<Vec<Inspection>, Usage> {
+    if forced == Some(KindArg::Nccl) {
+        return values
+            .iter()
+            .map(|value| match nccl::detect(value) {
+                Some(input) => Ok(nccl::inspect(&input, plus_as_space)),
+                None => Err(Usage(format!(
+                    "`{}` is neither JSON text nor base64 of a JSON carrier or a context frame",
+                    shown(value)
+                ))),
+            })
+            .collect();
+    }
+    if let ([value], None) = (values, forced)
+        && let Some(input) = nccl::detect(value)
+    {
+        return Ok(vec![nccl::inspect(&input, plus_as_space)]);
+    }
+    Ok(vec![inspect_header(
+        values,
+        forced.and_then(KindArg::header),
+        plus_as_space,
+    )?])
 }
 
 /// How the kind of the values was decided.
@@ -152,20 +385,24 @@ enum Decided {
     Content,
 }
 
-/// Inspects the values; `Ok(true)` when everything is valid.
-fn run(options: &Options) -> Result<bool, Usage> {
+/// Inspects the lines of one header.
+fn inspect_header(
+    values: &[&str],
+    forced: Option<Kind>,
+    plus_as_space: bool,
+) -> Result<Inspection, Usage> {
     let limits = Limits::default();
-    let mut lines: Vec<&str> = Vec::with_capacity(options.values.len());
-    let mut kind = options.kind;
+    let mut lines: Vec<&str> = Vec::with_capacity(values.len());
+    let mut kind = forced;
     let mut decided = Decided::Explicit;
-    for value in &options.values {
-        let (line_kind, line) = classify(value, options.kind)?;
+    for value in values {
+        let (line_kind, line) = classify(value, forced)?;
         lines.push(line);
         match (kind, line_kind) {
             (_, None) => {}
             (None, Some(k)) => {
                 kind = Some(k);
-                decided = if options.kind.is_none() && split_header(value).is_none() {
+                decided = if forced.is_none() && split_header(value).is_none() {
                     Decided::Shape
                 } else {
                     Decided::Explicit
@@ -185,30 +422,32 @@ fn run(options: &Options) -> Result<bool, Usage> {
         Some(kind) => kind,
         None => {
             decided = Decided::Content;
-            detect_list_kind(&lines, &limits, options.plus_as_space)
+            detect_list_kind(&lines, &limits, plus_as_space)
         }
     };
 
-    let mut out = String::new();
+    let mut inspection = Inspection::new(kind.name(), &lines);
     for line in &lines {
-        let _ = writeln!(out, "{}: {}", kind.name(), shown(line));
+        let _ = writeln!(inspection.text, "{}: {}", kind.name(), shown(line));
     }
     match decided {
         Decided::Explicit => {}
         Decided::Shape => {
+            inspection.read_as = Some("shape");
             let _ = writeln!(
-                out,
+                inspection.text,
                 "(read as traceparent by its shape; use --as to read it as another kind)"
             );
         }
         Decided::Content => {
+            inspection.read_as = Some("content");
             let other = if kind == Kind::Baggage {
                 Kind::TraceState
             } else {
                 Kind::Baggage
             };
             let _ = writeln!(
-                out,
+                inspection.text,
                 "(read as {} by its content; use --as {} to read it as {})",
                 kind.name(),
                 other.name(),
@@ -216,13 +455,12 @@ fn run(options: &Options) -> Result<bool, Usage> {
             );
         }
     }
-    let valid = match kind {
-        Kind::TraceParent => traceparent(&mut out, &lines, &limits),
-        Kind::TraceState => tracestate(&mut out, &lines, &limits),
-        Kind::Baggage => baggage(&mut out, &lines, &limits, options.plus_as_space),
-    };
-    print!("{out}");
-    Ok(valid)
+    match kind {
+        Kind::TraceParent => traceparent(&mut inspection, &lines, &limits),
+        Kind::TraceState => tracestate(&mut inspection, &lines, &limits),
+        Kind::Baggage => baggage(&mut inspection, &lines, &limits, plus_as_space),
+    }
+    Ok(inspection)
 }
 
 /// Splits a `name: value` header line; `None` when `line` does not start with an HTTP token
@@ -330,29 +568,34 @@ fn detect_list_kind(lines: &[&str], limits: &Limits, plus_as_space: bool) -> Kin
     }
 }
 
-fn traceparent(out: &mut String, lines: &[&str], limits: &Limits) -> bool {
+const TRACEPARENT_EFFECT: &str =
+    "no remote parent (a new trace starts), and the tracestate is dropped with it (SPEC §1)";
+
+fn traceparent(i: &mut Inspection, lines: &[&str], limits: &Limits) {
     let parsed = TraceParent::parse_lines(lines.iter().copied(), limits.traceparent_bytes);
     let tp = match parsed {
         Ok(tp) => tp,
         Err(error) => {
-            let _ = writeln!(out, "invalid: {error}");
-            let _ = writeln!(
-                out,
-                "  effect: no remote parent (a new trace starts), and the tracestate is dropped \
-                 with it (SPEC §1)"
-            );
-            return false;
+            let _ = writeln!(i.text, "invalid: {error}");
+            let _ = writeln!(i.text, "  effect: {TRACEPARENT_EFFECT}");
+            i.valid = false;
+            i.rejections.push(Rejection::new(
+                None,
+                error.to_string(),
+                Some(TRACEPARENT_EFFECT),
+            ));
+            return;
         }
     };
-    let _ = writeln!(out, "valid");
+    let _ = writeln!(i.text, "valid");
     let version_note = if tp.version == 0 {
         ""
     } else {
         " (a later version, read with the version-00 layout; lens sends version 00)"
     };
-    let _ = writeln!(out, "  version    {:02x}{version_note}", tp.version);
-    let _ = writeln!(out, "  trace-id   {}", tp.trace_id);
-    let _ = writeln!(out, "  parent-id  {}", tp.parent_id);
+    let _ = writeln!(i.text, "  version    {:02x}{version_note}", tp.version);
+    let _ = writeln!(i.text, "  trace-id   {}", tp.trace_id);
+    let _ = writeln!(i.text, "  parent-id  {}", tp.parent_id);
     let mut flags = vec![if tp.is_sampled() {
         "sampled"
     } else {
@@ -361,62 +604,88 @@ fn traceparent(out: &mut String, lines: &[&str], limits: &Limits) -> bool {
     if tp.is_random() {
         flags.push("random");
     }
-    let _ = writeln!(out, "  flags      {:02x}: {}", tp.flags, flags.join(", "));
+    let _ = writeln!(
+        i.text,
+        "  flags      {:02x}: {}",
+        tp.flags,
+        flags.join(", ")
+    );
+    i.field("version", format!("{:02x}", tp.version));
+    i.field("trace_id", tp.trace_id.to_string());
+    i.field("parent_id", tp.parent_id.to_string());
+    i.field("flags", format!("{:02x}", tp.flags));
+    i.field("sampled", tp.is_sampled());
+    i.field("random", tp.is_random());
     let unknown = tp.flags & !KNOWN_FLAGS;
     if unknown != 0 {
-        let _ = writeln!(
-            out,
-            "             unknown bits {unknown:02x} are sent on as 0; only sampled ({FLAG_SAMPLED:02x}) \
+        let note = format!(
+            "unknown bits {unknown:02x} are sent on as 0; only sampled ({FLAG_SAMPLED:02x}) \
              and random ({FLAG_RANDOM:02x}) are kept (SPEC §1)"
         );
+        let _ = writeln!(i.text, "             {note}");
+        i.notes.push(note);
     }
-    let _ = writeln!(out, "  sent as    {tp}");
-    true
+    let sent = tp.to_string();
+    let _ = writeln!(i.text, "  sent as    {sent}");
+    i.sent = Some(sent);
 }
 
-fn tracestate(out: &mut String, lines: &[&str], limits: &Limits) -> bool {
-    let list = match TraceStateList::parse(lines.iter().copied(), limits) {
-        Ok(list) => list,
-        Err(error) => {
-            let _ = writeln!(out, "invalid: {error}");
-            let _ = writeln!(
-                out,
-                "  effect: the whole tracestate is dropped; the traceparent is kept (SPEC §2)"
-            );
-            return false;
-        }
-    };
-    let received = lines
+const TRACESTATE_EFFECT: &str =
+    "the whole tracestate is dropped; the traceparent is kept (SPEC §2)";
+
+/// Members of a list as received (lines split at commas, empty members ignored).
+fn received_members(lines: &[&str]) -> usize {
+    lines
         .iter()
         .flat_map(|line| line.split(','))
         .filter(|member| !trim_ows(member).is_empty())
-        .count();
-    let _ = writeln!(out, "valid: {} member{}", list.len(), plural(list.len()));
+        .count()
+}
+
+fn tracestate(i: &mut Inspection, lines: &[&str], limits: &Limits) {
+    let list = match TraceStateList::parse(lines.iter().copied(), limits) {
+        Ok(list) => list,
+        Err(error) => {
+            let _ = writeln!(i.text, "invalid: {error}");
+            let _ = writeln!(i.text, "  effect: {TRACESTATE_EFFECT}");
+            i.valid = false;
+            i.rejections.push(Rejection::new(
+                None,
+                error.to_string(),
+                Some(TRACESTATE_EFFECT),
+            ));
+            return;
+        }
+    };
+    let received = received_members(lines);
+    let _ = writeln!(i.text, "valid: {} member{}", list.len(), plural(list.len()));
     let width = list.members().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let mut members = Vec::with_capacity(list.len());
     for (key, value) in list.members() {
-        let _ = writeln!(out, "  {key:<width$}  {value:?}");
+        let _ = writeln!(i.text, "  {key:<width$}  {value:?}");
+        members.push(json!({ "key": key, "value": value }));
     }
+    i.field("members", members);
     let repeated = received.saturating_sub(list.len());
     if repeated > 0 {
-        let _ = writeln!(
-            out,
-            "  note: {repeated} repeated key{} dropped; the first (leftmost) member of a key is \
+        i.note(format!(
+            "{repeated} repeated key{} dropped; the first (leftmost) member of a key is \
              kept (SPEC §2)",
             plural(repeated)
-        );
+        ));
     }
     if list.is_empty() {
         let _ = writeln!(
-            out,
+            i.text,
             "  sent as    (no tracestate header: the list is empty, SPEC §2)"
         );
     } else {
-        let _ = writeln!(out, "  sent as    {}", list.header());
+        let _ = writeln!(i.text, "  sent as    {}", list.header());
+        i.sent = Some(list.header().to_owned());
     }
-    true
 }
 
-fn baggage(out: &mut String, lines: &[&str], limits: &Limits, plus_as_space: bool) -> bool {
+fn baggage(i: &mut Inspection, lines: &[&str], limits: &Limits, plus_as_space: bool) {
     let mut issues = Vec::new();
     let mut hit_limit = false;
     let list =
@@ -425,25 +694,25 @@ fn baggage(out: &mut String, lines: &[&str], limits: &Limits, plus_as_space: boo
                 issue.reason,
                 BaggageIssueReason::TooManyMembers | BaggageIssueReason::TooLarge
             );
-            issues.push(format!("  dropped `{}`: {}", issue.member, issue.reason));
+            issues.push(Rejection::new(
+                Some(issue.member),
+                issue.reason.to_string(),
+                None,
+            ));
         });
-    let received = lines
-        .iter()
-        .flat_map(|line| line.split(','))
-        .filter(|member| !trim_ows(member).is_empty())
-        .count();
+    let received = received_members(lines);
     if issues.is_empty() {
-        let _ = writeln!(out, "valid: {} member{}", list.len(), plural(list.len()));
+        let _ = writeln!(i.text, "valid: {} member{}", list.len(), plural(list.len()));
     } else if hit_limit {
         let _ = writeln!(
-            out,
+            i.text,
             "invalid: a limit was reached; {} of {received} member{} kept",
             list.len(),
             plural(received)
         );
     } else {
         let _ = writeln!(
-            out,
+            i.text,
             "invalid: {} member{} dropped; {} kept",
             issues.len(),
             plural(issues.len()),
@@ -451,35 +720,48 @@ fn baggage(out: &mut String, lines: &[&str], limits: &Limits, plus_as_space: boo
         );
     }
     let width = list.iter().map(|e| e.key().len()).max().unwrap_or(0);
+    let mut members = Vec::with_capacity(list.len());
     for entry in list.iter() {
-        let _ = write!(out, "  {:<width$}  {:?}", entry.key(), entry.value());
+        let _ = write!(i.text, "  {:<width$}  {:?}", entry.key(), entry.value());
         if !entry.properties().is_empty() {
-            let _ = write!(out, "  properties: {}", entry.properties());
+            let _ = write!(i.text, "  properties: {}", entry.properties());
         }
-        out.push('\n');
+        i.text.push('\n');
+        members.push(json!({
+            "key": entry.key(),
+            "value": entry.value(),
+            "properties": entry.properties(),
+        }));
     }
+    i.field("members", members);
     for issue in &issues {
-        let _ = writeln!(out, "{issue}");
-    }
-    // After a limit, the members that follow are dropped unexamined: no duplicate count then.
-    let merged = received.saturating_sub(list.len() + issues.len());
-    if merged > 0 && !hit_limit {
         let _ = writeln!(
-            out,
-            "  note: {merged} repeated key{} merged; the last value wins, at the position where \
+            i.text,
+            "  dropped `{}`: {}",
+            issue.member.as_deref().unwrap_or(""),
+            issue.reason
+        );
+    }
+    i.valid = issues.is_empty();
+    i.rejections = issues;
+    // After a limit, the members that follow are dropped unexamined: no duplicate count then.
+    let merged = received.saturating_sub(list.len() + i.rejections.len());
+    if merged > 0 && !hit_limit {
+        i.note(format!(
+            "{merged} repeated key{} merged; the last value wins, at the position where \
              the key first appeared (SPEC §3)",
             plural(merged)
-        );
+        ));
     }
     if list.is_empty() {
         let _ = writeln!(
-            out,
+            i.text,
             "  sent as    (no baggage header: nothing is left to send)"
         );
     } else {
-        let _ = writeln!(out, "  sent as    {}", list.header());
+        let _ = writeln!(i.text, "  sent as    {}", list.header());
+        i.sent = Some(list.header().to_owned());
     }
-    issues.is_empty()
 }
 
 /// A value as received, quoted and escaped; a long one cut short, with its length.
@@ -494,4 +776,32 @@ fn shown(line: &str) -> String {
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cited_rule_is_the_last_spec_reference() {
+        assert_eq!(
+            cited_rule("value is 600 bytes; at most 512 (SPEC §1, §8)").as_deref(),
+            Some("SPEC §1, §8")
+        );
+        assert_eq!(
+            cited_rule("key (a) is bad (SPEC.md §3)").as_deref(),
+            Some("SPEC.md §3")
+        );
+        assert_eq!(cited_rule("no rule here"), None);
+    }
+
+    #[test]
+    fn request_and_status_lines_are_start_lines() {
+        assert!(is_http_start_line("GET /v1/train HTTP/1.1"));
+        assert!(is_http_start_line("HTTP/2 200"));
+        assert!(!is_http_start_line("userId=alice"));
+        assert!(!is_http_start_line(
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        ));
+    }
 }

@@ -1,63 +1,94 @@
 //! `lens`: command-line tools for W3C Trace Context and W3C Baggage.
 //!
-//! * `lens inspect VALUE...`: decode a traceparent, tracestate or baggage value (or a
-//!   `name: value` header line) and say which rule of SPEC.md rejects anything invalid.
+//! * `lens inspect VALUE...` (or `lens inspect -` for standard input): decode a traceparent,
+//!   tracestate or baggage value (or a `name: value` header line) and say which rule of SPEC.md
+//!   rejects anything invalid; `--json` for one JSON object per value.
 //! * `lens demo`: one request through HTTP, gRPC, a remote call and pipeline ranks, printed
 //!   as one trace (a waterfall; `--json`, `--html FILE`, `--requests N`, `--otlp URL`).
+//! * `lens w3c-service`: the service under test of the W3C Trace Context test suite.
+//! * `lens completions SHELL`: a completion script for the shell.
 //!
-//! Exit status: 0 valid, 1 invalid, 2 usage error.
+//! Exit status: 0 success (valid), 1 failure (invalid), 2 usage error.
 #![forbid(unsafe_code)]
 
+use std::fmt::Display;
 use std::process::ExitCode;
+
+use clap::{CommandFactory as _, Parser, Subcommand};
 
 mod demo;
 mod inspect;
 mod w3c_service;
 
-const USAGE: &str = "\
-usage: lens <COMMAND> [ARGS...]
+/// Command-line tools for W3C Trace Context and W3C Baggage.
+#[derive(Debug, Parser)]
+#[command(
+    name = "lens",
+    version,
+    propagate_version = true,
+    subcommand_required = true,
+    arg_required_else_help = true,
+    after_help = "`lens help <COMMAND>` or `lens <COMMAND> --help` describes a command.\n\
+                  Exit status: 0 success, 1 failure (an invalid value, a failed request), 2 usage error."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-commands:
-  inspect   decode and check traceparent, tracestate and baggage values
-  demo      run a traced request through HTTP, gRPC, a remote call and 4 ranks; print its trace
-  w3c-service  run the W3C Trace Context test service (SPEC.md section 11)
-  help      print this text
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Decode and check traceparent, tracestate, baggage and NCCL context values
+    Inspect(inspect::Args),
+    /// Run a traced request through HTTP, gRPC, a remote call and 4 ranks; print its trace
+    Demo(demo::Args),
+    /// Run the W3C Trace Context test service (SPEC.md §11)
+    #[command(name = "w3c-service")]
+    W3cService(w3c_service::Args),
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell) on stdout
+    Completions {
+        /// The shell to complete for
+        #[arg(value_enum, ignore_case = true)]
+        shell: clap_complete::Shell,
+    },
+}
 
-`lens <COMMAND> --help` describes a command.";
+fn main() -> ExitCode {
+    // Usage errors exit 2 (help and --version exit 0), before any work starts.
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Inspect(args) => inspect::main(args),
+        Command::Demo(args) => demo::main(args),
+        Command::W3cService(args) => w3c_service::main(args),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "lens", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
+    }
+}
 
 /// Exit status for a command-line (usage) error.
 const USAGE_ERROR: u8 = 2;
 
-fn main() -> ExitCode {
-    let mut args = Vec::new();
-    for arg in std::env::args_os().skip(1) {
-        match arg.into_string() {
-            Ok(arg) => args.push(arg),
-            Err(arg) => {
-                eprintln!("error: argument {arg:?} is not valid UTF-8\n\n{USAGE}");
-                return ExitCode::from(USAGE_ERROR);
-            }
-        }
-    }
-    let Some((command, rest)) = args.split_first() else {
-        eprintln!("{USAGE}");
-        return ExitCode::from(USAGE_ERROR);
+/// Reports a usage error found after parsing (`lens SUBCOMMAND ...`) the way clap reports its
+/// own: one message, the usage line and a hint; exit status 2.
+pub(crate) fn usage_error(subcommand: &str, message: impl Display) -> ExitCode {
+    let mut command = Cli::command();
+    command.build();
+    let error = match command.find_subcommand_mut(subcommand) {
+        Some(sub) => sub.error(clap::error::ErrorKind::ValueValidation, message),
+        None => command.error(clap::error::ErrorKind::ValueValidation, message),
     };
-    match command.as_str() {
-        "inspect" => inspect::main(rest),
-        "w3c-service" => w3c_service::main(rest),
-        "demo" => demo::main(rest),
-        "help" | "-h" | "--help" => {
-            println!("{USAGE}");
-            ExitCode::SUCCESS
-        }
-        "-V" | "--version" => {
-            println!("lens {}", env!("CARGO_PKG_VERSION"));
-            ExitCode::SUCCESS
-        }
-        other => {
-            eprintln!("error: unknown command `{other}`\n\n{USAGE}");
-            ExitCode::from(USAGE_ERROR)
-        }
+    let _ = error.print();
+    ExitCode::from(USAGE_ERROR)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
     }
 }

@@ -21,55 +21,30 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 use reqwest_middleware::ClientWithMiddleware;
 use serde_json::Value;
 
-const USAGE: &str = "\
-usage: lens w3c-service [--listen ADDR]
-
-Runs the service under test of the W3C Trace Context test suite (SPEC.md section 11) on ADDR
-(default 127.0.0.1:7778, leaving 7777 to the harness; port 0 picks a free port). Prints
-`listening on http://ADDR` once ready.
-Each POST (any path) carries a JSON array of {\"url\", \"arguments\"}: the service POSTs the
-arguments to each url in order, from a new client span each, then answers 200.";
-
 /// The address served when `--listen` is not given. Not 7777: the official harness binds
 /// 127.0.0.1:7777 itself, so a service there could never run beside it.
 const DEFAULT_LISTEN: &str = "127.0.0.1:7778";
 
-/// Exit status for a command-line (usage) error.
-const USAGE_ERROR: u8 = 2;
+/// `lens w3c-service`: the service under test of the W3C Trace Context test suite.
+#[derive(Debug, clap::Args)]
+#[command(
+    long_about = "Runs the service under test of the W3C Trace Context test suite \
+(SPEC.md §11) on ADDR. Prints `listening on http://ADDR` once ready.
 
-/// Runs `lens w3c-service ARGS`.
-pub(crate) fn main(args: &[String]) -> ExitCode {
-    let mut listen = DEFAULT_LISTEN.to_owned();
-    let mut rest = args.iter();
-    while let Some(arg) = rest.next() {
-        match arg.as_str() {
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return ExitCode::SUCCESS;
-            }
-            "--listen" => match rest.next() {
-                Some(addr) => listen.clone_from(addr),
-                None => {
-                    eprintln!("error: --listen needs an address\n\n{USAGE}");
-                    return ExitCode::from(USAGE_ERROR);
-                }
-            },
-            other => match other.strip_prefix("--listen=") {
-                Some(addr) => listen = addr.to_owned(),
-                None => {
-                    eprintln!("error: unexpected argument `{other}`\n\n{USAGE}");
-                    return ExitCode::from(USAGE_ERROR);
-                }
-            },
-        }
-    }
-    let addr: SocketAddr = match listen.parse() {
-        Ok(addr) => addr,
-        Err(e) => {
-            eprintln!("error: --listen {listen:?}: {e}\n\n{USAGE}");
-            return ExitCode::from(USAGE_ERROR);
-        }
-    };
+Each POST (any path) carries a JSON array of {\"url\", \"arguments\"}: the service POSTs the \
+arguments to each url in order, from a new client span each, then answers 200.",
+    after_help = "Exit status: 0 stopped, 1 the address cannot be served, 2 usage error."
+)]
+pub(crate) struct Args {
+    /// The address to listen on (the default leaves 7777 to the harness; port 0 picks a free
+    /// port)
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN)]
+    listen: SocketAddr,
+}
+
+/// Runs `lens w3c-service`.
+pub(crate) fn main(args: Args) -> ExitCode {
+    let addr = args.listen;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -174,7 +149,9 @@ async fn handle(client: &ClientWithMiddleware, method: &Method, body: &[u8]) -> 
 mod tests {
     use std::net::SocketAddr;
 
-    use super::{DEFAULT_LISTEN, USAGE};
+    use clap::CommandFactory as _;
+
+    use super::DEFAULT_LISTEN;
 
     /// The port the official W3C harness binds (test.py: `HARNESS_PORT`, default 7777).
     const HARNESS_PORT: u16 = 7777;
@@ -190,9 +167,14 @@ mod tests {
             HARNESS_PORT,
             "the harness binds {HARNESS_PORT} itself"
         );
+        let mut command = crate::Cli::command();
+        let help = command
+            .find_subcommand_mut("w3c-service")
+            .map(|c| c.render_long_help().to_string())
+            .unwrap_or_default();
         assert!(
-            USAGE.contains(&format!("default {DEFAULT_LISTEN}")),
-            "usage must name the default: {USAGE}"
+            help.contains(&format!("default: {DEFAULT_LISTEN}")),
+            "usage must name the default: {help}"
         );
     }
 }

@@ -237,7 +237,11 @@ fn usage_errors_exit_2() {
     }
     let run = lens(&["frobnicate"]);
     assert_eq!(run.code, Some(2));
-    assert!(run.stderr.contains("unknown command"));
+    assert!(
+        run.stderr.contains("unrecognized subcommand"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(lens(&[]).code, Some(2));
 }
 
@@ -245,7 +249,7 @@ fn usage_errors_exit_2() {
 fn help_exits_0() {
     let run = inspect(&["--help"]);
     assert_eq!(run.code, Some(0));
-    assert_has(&run, "usage: lens inspect");
+    assert_has(&run, "Usage: lens inspect");
     let run = lens(&["--help"]);
     assert_eq!(run.code, Some(0));
     assert_has(&run, "inspect");

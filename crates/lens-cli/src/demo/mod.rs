@@ -17,9 +17,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use opentelemetry::trace::TraceId;
-
-use crate::USAGE_ERROR;
 
 mod collect;
 mod html;
@@ -30,64 +29,154 @@ mod waterfall;
 use collect::{CollectedSpan, Collector};
 use topology::{Demo, DemoError};
 
-const HELP: &str = "\
-usage: lens demo [--json] [--html FILE] [--requests N] [--concurrency C] [--otlp URL]
+/// `lens demo`: one traced request through a small AI system, all in this process.
+#[derive(Debug, clap::Args)]
+#[command(
+    long_about = "Starts, on 127.0.0.1 in this process, an axum gateway, an axum planner (called \
+through reqwest), a tonic trainer (called over gRPC) that dispatches a Ray-style remote call and \
+runs a training step over 4 pipeline ranks (threads: the step's context broadcast to every rank, \
+activations handed stage to stage with NCCL context frames, each stage's span linked to the \
+previous one). Sends a request through them and prints every span of its trace as a waterfall.",
+    after_help = "Environment: OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT \
+names a collector when --otlp is not given; OTEL_EXPORTER_OTLP_PROTOCOL (grpc or http/protobuf, \
+the default), OTEL_EXPORTER_OTLP_HEADERS and OTEL_EXPORTER_OTLP_TIMEOUT (milliseconds) work as \
+in any OpenTelemetry SDK (and their OTEL_EXPORTER_OTLP_TRACES_* forms).
 
-Starts, on 127.0.0.1 in this process, an axum gateway, an axum planner (called through reqwest),
-a tonic trainer (called over gRPC) that dispatches a Ray-style remote call and runs a training
-step over 4 pipeline ranks (threads: the step's context broadcast to every rank, activations
-handed stage to stage with NCCL context frames, each stage's span linked to the previous one).
-Sends a request through them and prints every span of its trace as a waterfall.
+Exit status: 0 every trace complete, 1 a request failed or a trace is incomplete, 2 usage error."
+)]
+pub(crate) struct Args {
+    /// Print the spans as JSON (an array) instead of the waterfall
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        default_value = "false",
+        hide_default_value = true,
+        hide_possible_values = true,
+        value_parser = clap::builder::BoolishValueParser::new(),
+    )]
+    json: bool,
 
-options:
-  --json              print the spans as JSON (an array) instead of the waterfall
-  --html FILE         also write the waterfall as a self-contained HTML page to FILE
-  --requests N        send N requests (default 1); with N > 1, print one summary line per trace
-  --concurrency C     at most C requests in flight (default 1)
-  --otlp URL          also send the spans to an OTLP/HTTP collector (`http://host:4318`, or
-                      the full `.../v1/traces` URL); default: OTEL_EXPORTER_OTLP_ENDPOINT or
-                      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT when set. An unreachable collector
-                      gives a warning, not an error.
-  --otlp-timeout S    seconds to wait for the collector (default 3)
-  --color WHEN        auto (default: colour when stdout is a terminal and NO_COLOR is unset),
-                      always or never
-  -h, --help          print this text
+    /// Also write the waterfall as a self-contained HTML page to FILE
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 
-exit status: 0 every trace complete, 1 a request failed or a trace is incomplete, 2 usage error";
+    /// Send N requests; with N > 1, print one summary line per trace (and show progress on a
+    /// terminal)
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        allow_negative_numbers = true,
+        value_parser = clap::value_parser!(u32).range(1..=MAX_COUNT),
+    )]
+    requests: u32,
+
+    /// At most C requests in flight
+    #[arg(
+        long,
+        value_name = "C",
+        default_value_t = 1,
+        allow_negative_numbers = true,
+        value_parser = clap::value_parser!(u32).range(1..=MAX_COUNT),
+    )]
+    concurrency: u32,
+
+    /// Also send the spans to the OTLP collector at URL (`http://host:4318`, or the full
+    /// `.../v1/traces` URL; `http://host:4317` with OTEL_EXPORTER_OTLP_PROTOCOL=grpc). An
+    /// unreachable collector gives a warning, not an error
+    #[arg(long, value_name = "URL", value_parser = collector_url)]
+    otlp: Option<String>,
+
+    /// Seconds to wait for the collector (default: OTEL_EXPORTER_OTLP_TIMEOUT, else 10)
+    #[arg(long, value_name = "S", value_parser = seconds)]
+    otlp_timeout: Option<Duration>,
+
+    /// Colour: auto (when stdout is a terminal and NO_COLOR is unset), always or never
+    #[arg(
+        long,
+        visible_alias = "colour",
+        value_name = "WHEN",
+        value_enum,
+        ignore_case = true,
+        default_value = "auto"
+    )]
+    color: Colour,
+}
+
+/// The largest `--requests` and `--concurrency`.
+const MAX_COUNT: i64 = 100_000;
 
 /// How long to wait for the last spans of the requests to end after the last reply.
 const SPAN_WAIT: Duration = Duration::from_secs(10);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum Colour {
     Auto,
     Always,
     Never,
 }
 
-#[derive(Debug)]
+/// `--otlp`: an `http` or `https` URL with a host.
+fn collector_url(value: &str) -> Result<String, String> {
+    let uri: http::Uri = value
+        .parse()
+        .map_err(|e| format!("not a URL ({e}); expected e.g. http://localhost:4318"))?;
+    match (uri.scheme_str(), uri.host()) {
+        (Some("http" | "https"), Some(host)) if !host.is_empty() => Ok(value.to_owned()),
+        _ => Err(
+            "expected an http:// or https:// URL with a host, e.g. http://localhost:4318"
+                .to_owned(),
+        ),
+    }
+}
+
+/// `--otlp-timeout`: seconds in (0, 600].
+fn seconds(value: &str) -> Result<Duration, String> {
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 600.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| "expected seconds in (0, 600]".to_owned())
+}
+
+/// What `lens demo` runs with, checked before anything starts.
 struct Options {
     json: bool,
-    html: Option<PathBuf>,
+    /// The `--html` file, created (so writable) before the run.
+    html: Option<(PathBuf, std::fs::File)>,
     requests: usize,
     concurrency: usize,
-    otlp: Option<String>,
-    otlp_timeout: Duration,
+    otlp: Option<otlp::Target>,
+    otlp_timeout: Option<Duration>,
     colour: Colour,
 }
 
-/// Runs `lens demo` with `args` (everything after `demo`).
-pub(crate) fn main(args: &[String]) -> ExitCode {
-    let options = match parse_args(args) {
-        Ok(Some(options)) => options,
-        Ok(None) => {
-            println!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        Err(message) => {
-            eprintln!("error: {message}\n\n{HELP}");
-            return ExitCode::from(USAGE_ERROR);
-        }
+/// Runs `lens demo`.
+pub(crate) fn main(args: Args) -> ExitCode {
+    let html = match args.html {
+        None => None,
+        Some(path) => match std::fs::File::create(&path) {
+            Ok(file) => Some((path, file)),
+            Err(e) => {
+                return crate::usage_error(
+                    "demo",
+                    format!("cannot write the --html file {}: {e}", path.display()),
+                );
+            }
+        },
+    };
+    let options = Options {
+        json: args.json,
+        html,
+        requests: args.requests as usize,
+        concurrency: args.concurrency as usize,
+        otlp: otlp::Target::resolve(args.otlp.as_deref()),
+        otlp_timeout: args.otlp_timeout,
+        colour: args.color,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -109,71 +198,18 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     }
 }
 
-fn parse_args(args: &[String]) -> Result<Option<Options>, String> {
-    let mut options = Options {
-        json: false,
-        html: None,
-        requests: 1,
-        concurrency: 1,
-        otlp: None,
-        otlp_timeout: Duration::from_secs(3),
-        colour: Colour::Auto,
-    };
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let (name, inline) = match arg.split_once('=') {
-            Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = |what: &str| -> Result<String, String> {
-            match inline.clone() {
-                Some(v) => Ok(v),
-                None => args
-                    .next()
-                    .cloned()
-                    .ok_or_else(|| format!("`{name}` needs {what}")),
-            }
-        };
-        match name {
-            "-h" | "--help" => return Ok(None),
-            "--json" => options.json = true,
-            "--html" => options.html = Some(PathBuf::from(value("a FILE")?)),
-            "--requests" => options.requests = positive(name, &value("a number")?)?,
-            "--concurrency" => options.concurrency = positive(name, &value("a number")?)?,
-            "--otlp" => options.otlp = Some(value("a URL")?),
-            "--otlp-timeout" => {
-                let v = value("a number of seconds")?;
-                let secs: f64 = v
-                    .parse()
-                    .ok()
-                    .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s <= 600.0)
-                    .ok_or_else(|| {
-                        format!("`--otlp-timeout` needs seconds in (0, 600], not `{v}`")
-                    })?;
-                options.otlp_timeout = Duration::from_secs_f64(secs);
-            }
-            "--color" | "--colour" => {
-                options.colour = match value("auto, always or never")?.as_str() {
-                    "auto" => Colour::Auto,
-                    "always" => Colour::Always,
-                    "never" => Colour::Never,
-                    other => {
-                        return Err(format!("`--color` is auto, always or never, not `{other}`"));
-                    }
-                }
-            }
-            other => return Err(format!("unknown argument `{other}`")),
-        }
+/// A progress bar on standard error for `--requests N` (N > 1), drawn only on a terminal.
+fn progress_bar(requests: usize) -> ProgressBar {
+    if requests < 2 || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
     }
-    Ok(Some(options))
-}
-
-fn positive(name: &str, value: &str) -> Result<usize, String> {
-    value
-        .parse::<usize>()
-        .ok()
-        .filter(|n| (1..=100_000).contains(n))
-        .ok_or_else(|| format!("`{name}` needs a number from 1 to 100000, not `{value}`"))
+    let bar = ProgressBar::with_draw_target(Some(requests as u64), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template(
+        "{bar:40} {pos}/{len} requests  {per_sec}  {elapsed_precise} (eta {eta})",
+    ) {
+        bar.set_style(style);
+    }
+    bar
 }
 
 /// Runs the demo and prints its output; `true` when every request succeeded and every trace is
@@ -187,7 +223,10 @@ async fn run(options: &Options) -> bool {
             return false;
         }
     };
-    let (trace_ids, failures) = send_all(&demo, options.requests, options.concurrency).await;
+    let progress = progress_bar(options.requests);
+    let (trace_ids, failures) =
+        send_all(&demo, options.requests, options.concurrency, &progress).await;
+    progress.finish_and_clear();
     for (n, e) in &failures {
         eprintln!("error: request {n}: {e}");
     }
@@ -253,8 +292,9 @@ async fn run(options: &Options) -> bool {
         }
     }
 
-    if let Some(path) = &options.html {
-        match std::fs::write(path, html::render_html(&traces, &index)) {
+    if let Some((path, file)) = &options.html {
+        let mut file = file;
+        match file.write_all(html::render_html(&traces, &index).as_bytes()) {
             Ok(()) => eprintln!("wrote {}", path.display()),
             Err(e) => {
                 eprintln!("error: cannot write {}: {e}", path.display());
@@ -263,8 +303,8 @@ async fn run(options: &Options) -> bool {
         }
     }
 
-    if let Some(target) = otlp::Target::resolve(options.otlp.as_deref()) {
-        match otlp::export(&target, &spans, options.otlp_timeout).await {
+    if let Some(target) = &options.otlp {
+        match otlp::export(target, &spans, options.otlp_timeout).await {
             Ok(n) => eprintln!("exported {n} spans to {}", target.describe()),
             Err(e) => eprintln!(
                 "warning: could not export spans to the OTLP collector at {}: {e}",
@@ -281,12 +321,14 @@ async fn send_all(
     demo: &Arc<Demo>,
     requests: usize,
     concurrency: usize,
+    progress: &ProgressBar,
 ) -> (Vec<TraceId>, Vec<(usize, DemoError)>) {
     let next = Arc::new(AtomicUsize::new(0));
     let mut workers = Vec::with_capacity(concurrency.min(requests));
     for _ in 0..concurrency.min(requests) {
         let demo = Arc::clone(demo);
         let next = Arc::clone(&next);
+        let progress = progress.clone();
         workers.push(tokio::spawn(async move {
             let mut done = Vec::new();
             loop {
@@ -295,6 +337,7 @@ async fn send_all(
                     return done;
                 }
                 done.push((n, demo.request(n).await));
+                progress.inc(1);
             }
         }));
     }
@@ -340,45 +383,25 @@ mod tests {
 
     use super::*;
 
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| (*s).to_owned()).collect()
-    }
-
     #[test]
-    fn options_parse() {
-        let o = parse_args(&args(&[
-            "--json",
-            "--html",
-            "out.html",
-            "--requests=20",
-            "--concurrency",
-            "4",
-            "--otlp",
+    fn collector_urls_need_a_scheme_and_a_host() {
+        for good in [
             "http://c:4318",
-            "--color",
-            "never",
-        ]))
-        .unwrap()
-        .unwrap();
-        assert!(o.json);
-        assert_eq!(o.html, Some(PathBuf::from("out.html")));
-        assert_eq!((o.requests, o.concurrency), (20, 4));
-        assert_eq!(o.otlp.as_deref(), Some("http://c:4318"));
-        assert_eq!(o.colour, Colour::Never);
-        assert!(parse_args(&args(&["--help"])).unwrap().is_none());
+            "https://collector.example/v1/traces",
+            "http://[::1]:4317",
+        ] {
+            assert_eq!(collector_url(good).as_deref(), Ok(good), "{good}");
+        }
+        for bad in ["notaurl", "c:4318", "ftp://c/", "/v1/traces", "http://", ""] {
+            assert!(collector_url(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
-    fn bad_options_are_usage_errors() {
-        for bad in [
-            &["--requests", "0"][..],
-            &["--requests"],
-            &["--concurrency", "x"],
-            &["--otlp-timeout", "-1"],
-            &["--color", "pink"],
-            &["--frobnicate"],
-        ] {
-            assert!(parse_args(&args(bad)).is_err(), "{bad:?}");
+    fn timeouts_are_positive_seconds_up_to_ten_minutes() {
+        assert_eq!(seconds("1.5"), Ok(Duration::from_millis(1500)));
+        for bad in ["0", "-1", "601", "NaN", "inf", "x"] {
+            assert!(seconds(bad).is_err(), "{bad}");
         }
     }
 }

@@ -5,14 +5,15 @@
 //! carrier (SPEC.md §4), then each header in it as `lens inspect` reads header values.
 
 use std::fmt::Write as _;
-use std::process::ExitCode;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE};
 use lens_core::{Carrier, Limits, extract_context};
 use lens_nccl::{FRAME_HEADER_LEN, FRAME_MAGIC, FrameCodec, serialize_context_from};
 
-use super::{baggage, shown, traceparent, tracestate};
+use serde_json::json;
+
+use super::{Inspection, Kind, Rejection, baggage, shown, traceparent, tracestate};
 
 /// NCCL bytes found in a command-line value.
 #[derive(Debug, PartialEq, Eq)]
@@ -63,75 +64,21 @@ fn decode_base64(value: &str) -> Option<Vec<u8>> {
         .ok()
 }
 
-/// `Some(exit code)` when the `lens inspect` arguments are about NCCL bytes: `--as nccl`, or a
-/// single value that [`detect`] recognises; `None` to inspect them as header values.
-pub(super) fn main_if_nccl(args: &[String]) -> Option<ExitCode> {
-    let mut forced = false;
-    let mut plus_as_space = false;
-    let mut values = Vec::new();
-    let mut rest = args.iter();
-    while let Some(arg) = rest.next() {
-        match arg.as_str() {
-            "-h" | "--help" => return None,
-            "--plus-as-space" => plus_as_space = true,
-            "--as" => match rest.next().map(String::as_str) {
-                Some("nccl") => forced = true,
-                _ => return None,
-            },
-            "--as=nccl" => forced = true,
-            "--" => values.extend(rest.by_ref()),
-            other if other.starts_with("--") => return None,
-            _ => values.push(arg),
-        }
-    }
-    let inputs: Vec<NcclBytes> = match (forced, values.as_slice()) {
-        (false, [one]) => vec![detect(one)?],
-        (false, _) => return None,
-        (true, []) => return Some(usage("no VALUE to inspect")),
-        (true, values) => {
-            let mut inputs = Vec::with_capacity(values.len());
-            for value in values {
-                match detect(value) {
-                    Some(input) => inputs.push(input),
-                    None => {
-                        return Some(usage(&format!(
-                            "`{}` is neither JSON text nor base64 of a JSON carrier or a context frame",
-                            shown(value)
-                        )));
-                    }
-                }
-            }
-            inputs
-        }
-    };
-    let mut out = String::new();
-    let mut valid = true;
-    for (i, input) in inputs.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        valid &= inspect(&mut out, input, plus_as_space);
-    }
-    print!("{out}");
-    Some(if valid {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
-}
-
-fn usage(message: &str) -> ExitCode {
-    eprintln!("error: {message}\n\n{}", super::HELP);
-    ExitCode::from(crate::USAGE_ERROR)
-}
-
-/// Describes `input` into `out`; `true` when it is a valid carrier whose headers are valid.
-pub(super) fn inspect(out: &mut String, input: &NcclBytes, plus_as_space: bool) -> bool {
+/// Describes `input`: a valid carrier whose headers are valid is valid.
+pub(super) fn inspect(input: &NcclBytes, plus_as_space: bool) -> Inspection {
     let limits = Limits::default();
+    let (bytes, encoding) = match input {
+        NcclBytes::Json { bytes, base64 } => (bytes, if *base64 { "base64 json" } else { "json" }),
+        NcclBytes::Frame(frame) => (frame, "base64 frame"),
+    };
+    let mut i = Inspection::new("nccl", &[]);
+    i.input.push(String::from_utf8_lossy(bytes).into_owned());
+    i.field("encoding", encoding);
+    i.field("bytes", bytes.len());
     let json = match input {
         NcclBytes::Json { bytes, base64 } => {
             let _ = writeln!(
-                out,
+                i.text,
                 "nccl bytes: {} bytes of JSON{}",
                 bytes.len(),
                 if *base64 { " (from base64)" } else { "" }
@@ -139,78 +86,102 @@ pub(super) fn inspect(out: &mut String, input: &NcclBytes, plus_as_space: bool) 
             bytes.as_slice()
         }
         NcclBytes::Frame(frame) => {
-            let _ = writeln!(out, "nccl frame: {} bytes (from base64)", frame.len());
+            let _ = writeln!(i.text, "nccl frame: {} bytes (from base64)", frame.len());
             match FrameCodec::default().payload(frame) {
                 Ok(json) => {
+                    let padding = frame.len().saturating_sub(FRAME_HEADER_LEN + json.len());
                     let _ = writeln!(
-                        out,
-                        "  header  magic LNCF, version 1, {} JSON bytes, checksum ok; {} bytes of padding",
+                        i.text,
+                        "  header  magic LNCF, version 1, {} JSON bytes, checksum ok; {padding} bytes of padding",
                         json.len(),
-                        frame.len().saturating_sub(FRAME_HEADER_LEN + json.len())
+                    );
+                    i.field(
+                        "frame",
+                        json!({ "json_bytes": json.len(), "padding": padding, "checksum": "ok" }),
                     );
                     json
                 }
                 Err(e) => {
-                    let _ = writeln!(
-                        out,
-                        "invalid: {e}\n  extract_nccl_context gives the caller's current Context for such bytes (SPEC.md §5)"
-                    );
-                    return false;
+                    let _ = writeln!(i.text, "invalid: {e}\n  {REJECTED_EFFECT}");
+                    i.valid = false;
+                    i.rejections
+                        .push(Rejection::new(None, e.to_string(), Some(REJECTED_EFFECT)));
+                    return i;
                 }
             }
         }
     };
-    let _ = writeln!(out, "  json    {}", shown(&String::from_utf8_lossy(json)));
+    let json_text = String::from_utf8_lossy(json);
+    let _ = writeln!(i.text, "  json    {}", shown(&json_text));
+    i.field("json", json_text.as_ref());
     let carrier = match Carrier::from_json_bytes_with_limits(json, &limits) {
         Ok(carrier) => carrier,
         Err(e) => {
-            let _ = writeln!(
-                out,
-                "invalid: not a JSON carrier: {e} (SPEC.md §4)\n  extract_nccl_context gives the caller's current Context for such bytes (SPEC.md §5)"
-            );
-            return false;
+            let reason = format!("not a JSON carrier: {e} (SPEC.md §4)");
+            let _ = writeln!(i.text, "invalid: {reason}\n  {REJECTED_EFFECT}");
+            i.valid = false;
+            i.rejections
+                .push(Rejection::new(None, reason, Some(REJECTED_EFFECT)));
+            return i;
         }
     };
-    let mut valid = true;
     let mut known = 0;
+    let mut headers = Vec::new();
     for (key, lines) in carrier.iter() {
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-        out.push('\n');
+        i.text.push('\n');
         for line in &lines {
-            let _ = writeln!(out, "{key}: {}", shown(line));
+            let _ = writeln!(i.text, "{key}: {}", shown(line));
         }
-        valid &= match key {
-            "traceparent" => traceparent(out, &lines, &limits),
-            "tracestate" => tracestate(out, &lines, &limits),
-            "baggage" => baggage(out, &lines, &limits, plus_as_space),
+        known += 1;
+        let kind = match key {
+            "traceparent" => Kind::TraceParent,
+            "tracestate" => Kind::TraceState,
+            "baggage" => Kind::Baggage,
             _ => {
                 let _ = writeln!(
-                    out,
+                    i.text,
                     "ignored: lens reads only traceparent, tracestate and baggage"
                 );
-                known += 1;
                 continue;
             }
         };
-        known += 1;
+        let mut header = Inspection::new(kind.name(), &lines);
+        match kind {
+            Kind::TraceParent => traceparent(&mut header, &lines, &limits),
+            Kind::TraceState => tracestate(&mut header, &lines, &limits),
+            Kind::Baggage => baggage(&mut header, &lines, &limits, plus_as_space),
+        }
+        i.text.push_str(&header.text);
+        i.valid &= header.valid;
+        headers.push(header);
     }
     if known == 0 {
-        let _ = writeln!(out, "\nempty carrier: no trace context, no baggage");
+        let _ = writeln!(i.text, "\nempty carrier: no trace context, no baggage");
+    }
+    match serde_json::to_value(&headers) {
+        Ok(value) => i.field("headers", value),
+        Err(e) => i.field("headers", e.to_string()),
     }
     // What lens-nccl would send for the context these bytes carry.
     let resent = serialize_context_from(&extract_context(&carrier));
+    let resent_text = String::from_utf8_lossy(&resent).into_owned();
     let _ = writeln!(
-        out,
-        "\nsent on as {}{}",
-        String::from_utf8_lossy(&resent),
+        i.text,
+        "\nsent on as {resent_text}{}",
         if resent == json {
             " (the same bytes)"
         } else {
             ""
         }
     );
-    valid
+    i.sent = Some(resent_text);
+    i
 }
+
+/// What lens-nccl does with bytes it rejects.
+const REJECTED_EFFECT: &str =
+    "extract_nccl_context gives the caller's current Context for such bytes (SPEC.md §5)";
 
 #[cfg(test)]
 mod tests {
@@ -263,8 +234,9 @@ mod tests {
     #[test]
     fn a_frame_shows_its_header_and_each_header_of_its_carrier() {
         let frame = FrameCodec::default().encode(&context()).unwrap();
-        let mut out = String::new();
-        assert!(inspect(&mut out, &NcclBytes::Frame(frame), false));
+        let inspection = inspect(&NcclBytes::Frame(frame), false);
+        assert!(inspection.valid);
+        let out = inspection.text;
         assert!(out.starts_with("nccl frame: 4096 bytes"), "{out}");
         assert!(out.contains("checksum ok"), "{out}");
         assert!(
@@ -282,16 +254,19 @@ mod tests {
     fn a_corrupt_frame_and_bad_json_are_invalid() {
         let mut frame = FrameCodec::default().encode(&context()).unwrap();
         frame[FRAME_HEADER_LEN] ^= 1;
-        let mut out = String::new();
-        assert!(!inspect(&mut out, &NcclBytes::Frame(frame), false));
+        let inspection = inspect(&NcclBytes::Frame(frame), false);
+        assert!(!inspection.valid);
+        let out = inspection.text;
         assert!(out.contains("checksum mismatch"), "{out}");
 
-        let mut out = String::new();
         let bad = NcclBytes::Json {
             bytes: br#"{"traceparent": NaN}"#.to_vec(),
             base64: false,
         };
-        assert!(!inspect(&mut out, &bad, false));
+        let inspection = inspect(&bad, false);
+        assert!(!inspection.valid);
+        assert_eq!(inspection.rejections[0].rule.as_deref(), Some("SPEC.md §4"));
+        let out = inspection.text;
         assert!(out.contains("not a JSON carrier"), "{out}");
     }
 }
