@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 use std::fmt::Display;
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::{CommandFactory as _, Parser, Subcommand};
@@ -61,8 +62,16 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::main(args),
         Command::W3cService(args) => w3c_service::main(args),
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "lens", &mut std::io::stdout());
-            ExitCode::SUCCESS
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "lens", &mut script);
+            let mut stdout = std::io::stdout().lock();
+            match stdout.write_all(&script).and_then(|()| stdout.flush()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: cannot write the completion script: {e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
     }
 }

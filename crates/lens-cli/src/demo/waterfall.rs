@@ -10,6 +10,7 @@ use opentelemetry::trace::{SpanId, SpanKind, Status, TraceId};
 use opentelemetry::{Array, Value};
 use opentelemetry_sdk::trace::SpanData;
 use serde_json::{Map, Value as Json, json};
+use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr as _};
 
 use super::collect::CollectedSpan;
 
@@ -352,14 +353,25 @@ fn pad(out: &mut String, width: usize, used: usize) {
     }
 }
 
+/// `text` cut to at most `max` terminal columns (display width: a CJK character or an emoji
+/// takes two), with `…` where it was cut; and the columns it takes.
 fn truncate(text: &str, max: usize) -> (String, usize) {
-    let count = text.chars().count();
-    if count <= max {
-        return (text.to_owned(), count);
+    let width = text.width();
+    if width <= max {
+        return (text.to_owned(), width);
     }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > max {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
     out.push('…');
-    (out, max)
+    (out, used + 1)
 }
 
 /// The span (by id, in any trace of `all`) a link points at, as `name (service)`.
@@ -402,14 +414,14 @@ pub(crate) fn render_text(
     let services = services(trace);
     let service_width = services
         .iter()
-        .map(|s| s.chars().count())
+        .map(|s| s.width())
         .max()
         .unwrap_or(0)
         .max("service".len());
     let name_width = trace
         .rows
         .iter()
-        .map(|r| r.prefix.chars().count() + r.span.data.name.chars().count())
+        .map(|r| r.prefix.width() + r.span.data.name.width())
         .max()
         .unwrap_or(0)
         .clamp("span".len(), NAME_WIDTH_MAX);
@@ -432,7 +444,7 @@ pub(crate) fn render_text(
     for row in &trace.rows {
         let data = &row.span.data;
         let colour_code = service_colour(&services, &row.span.service);
-        let prefix_len = row.prefix.chars().count();
+        let prefix_len = row.prefix.width();
         let (name, name_len) = truncate(&data.name, name_width.saturating_sub(prefix_len));
         p.paint(out, ANSI_DIM, &row.prefix);
         let error = matches!(data.status, Status::Error { .. });
@@ -440,7 +452,7 @@ pub(crate) fn render_text(
         pad(out, name_width, prefix_len + name_len);
         out.push_str("  ");
         p.paint(out, colour_code, &row.span.service);
-        pad(out, service_width, row.span.service.chars().count());
+        pad(out, service_width, row.span.service.width());
         out.push_str("  ");
         let kind = kind_name(&data.span_kind);
         p.paint(out, ANSI_DIM, kind);
@@ -721,6 +733,46 @@ pub(crate) mod tests {
         assert!(lines[b].contains("gateway") && lines[b].contains("INTERNAL"));
         assert!(lines[b].contains("200 µs"));
         assert!(lines.last().unwrap().starts_with("trace "));
+    }
+
+    #[test]
+    fn wide_characters_line_up_by_display_width() {
+        let mut spans = sample();
+        for span in &mut spans {
+            if &*span.service == "gateway" {
+                span.service = Arc::from("训练网关");
+            }
+        }
+        spans[0].data.name = Cow::Borrowed("阶段 b 🚀");
+        let text = plain(&spans);
+        // The terminal column where each row's timeline starts, and where its kind starts.
+        let column = |line: &str, at: usize| line[..at].width();
+        let rows: Vec<&str> = text.lines().filter(|l| l.contains('│')).collect();
+        assert_eq!(rows.len(), 5, "{text}");
+        let bars: Vec<usize> = rows
+            .iter()
+            .map(|l| column(l, l.find('│').unwrap()))
+            .collect();
+        assert!(bars.iter().all(|c| *c == bars[0]), "{bars:?}\n{text}");
+        let kinds: Vec<usize> = rows
+            .iter()
+            .map(|l| {
+                let at = ["INTERNAL", "CLIENT", "SERVER"]
+                    .iter()
+                    .find_map(|k| l.find(k))
+                    .unwrap();
+                column(l, at)
+            })
+            .collect();
+        assert!(kinds.iter().all(|c| *c == kinds[0]), "{kinds:?}\n{text}");
+    }
+
+    #[test]
+    fn truncation_counts_columns() {
+        assert_eq!(truncate("训练网关", 8), ("训练网关".to_owned(), 8));
+        // Five columns: two wide characters and the ellipsis.
+        assert_eq!(truncate("训练网关", 6), ("训练…".to_owned(), 5));
+        assert_eq!(truncate("abcdef", 4), ("abc…".to_owned(), 4));
     }
 
     #[test]
