@@ -9,14 +9,25 @@ use serde_json::Value;
 
 /// `lens demo ARGS`, with no collector configured in the environment and no colour hints.
 pub fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lens"))
-        .arg("demo")
-        .args(args)
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .env_remove("NO_COLOR")
-        .output()
-        .unwrap()
+    run_with_env(args, &[])
+}
+
+/// `lens demo ARGS` with `env` set and no other `OTEL_*` variable (nor NO_COLOR).
+pub fn run_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    demo_command(args, env).output().unwrap()
+}
+
+/// The `lens demo ARGS` command, environment as [`run_with_env`] sets it.
+pub fn demo_command(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lens"));
+    command.arg("demo").args(args).env_remove("NO_COLOR");
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("OTEL_") {
+            command.env_remove(name);
+        }
+    }
+    command.envs(env.iter().copied());
+    command
 }
 
 pub fn stdout(output: &Output) -> String {

@@ -1,0 +1,70 @@
+//! `lens help <command>`, `lens <command> --help`, `lens --help` and `--version`: help on
+//! stdout, exit 0. (Reported: `lens help demo` printed the top-level usage.)
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod cli_support;
+
+use cli_support::lens;
+
+#[test]
+fn help_demo_prints_the_demo_help() {
+    let run = lens(&["help", "demo"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(run.stdout.contains("Usage: lens demo"), "{}", run.stdout);
+    for flag in ["--json", "--html", "--requests", "--concurrency", "--otlp"] {
+        assert!(run.stdout.contains(flag), "{flag}: {}", run.stdout);
+    }
+    // Not the top-level list of commands.
+    assert!(!run.stdout.contains("w3c-service"), "{}", run.stdout);
+}
+
+#[test]
+fn help_of_every_command_names_its_flags() {
+    for (command, flags) in [
+        ("inspect", &["--as", "--json", "--plus-as-space"][..]),
+        ("w3c-service", &["--listen"][..]),
+        ("completions", &["<SHELL>"][..]),
+    ] {
+        for args in [vec!["help", command], vec![command, "--help"]] {
+            let run = lens(&args);
+            assert_eq!(run.code, Some(0), "{args:?}: {run:?}");
+            assert!(
+                run.stdout.contains(&format!("Usage: lens {command}")),
+                "{args:?}: {}",
+                run.stdout
+            );
+            for flag in flags {
+                assert!(run.stdout.contains(flag), "{args:?} {flag}: {}", run.stdout);
+            }
+        }
+    }
+}
+
+#[test]
+fn top_level_help_lists_every_command() {
+    for args in [&["--help"][..], &["help"][..], &["-h"][..]] {
+        let run = lens(args);
+        assert_eq!(run.code, Some(0), "{args:?}: {run:?}");
+        for command in ["inspect", "demo", "w3c-service", "completions", "help"] {
+            assert!(run.stdout.contains(command), "{command}: {}", run.stdout);
+        }
+    }
+}
+
+#[test]
+fn version_prints_the_package_version() {
+    let expected = format!("lens {}", env!("CARGO_PKG_VERSION"));
+    for args in [&["--version"][..], &["-V"][..]] {
+        let run = lens(args);
+        assert_eq!(run.code, Some(0), "{args:?}: {run:?}");
+        assert_eq!(run.stdout.trim(), expected, "{args:?}");
+    }
+    // Each command knows it too (clap names it `lens-demo`).
+    let run = lens(&["demo", "--version"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stdout.trim().ends_with(env!("CARGO_PKG_VERSION")),
+        "{}",
+        run.stdout
+    );
+}
