@@ -1,5 +1,6 @@
 //! `lens demo --otlp URL`: the spans go to an OTLP/HTTP collector (protobuf, one export per
-//! service); a collector that is down or never answers gives a warning and exit status 0.
+//! service); a collector that is down or never answers gives a warning and exit status 0. The
+//! `OTEL_EXPORTER_OTLP_*` variables configure the exporter as in any OpenTelemetry SDK.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod demo_support;
@@ -11,11 +12,12 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::routing::post;
-use demo_support::{SPANS_PER_TRACE, run, stderr};
+use demo_support::{SPANS_PER_TRACE, run, run_with_env, stderr};
 
 #[derive(Default)]
 struct Received {
     content_types: Vec<String>,
+    api_keys: Vec<String>,
     bodies: Vec<Vec<u8>>,
 }
 
@@ -36,6 +38,9 @@ async fn collector() -> (SocketAddr, Arc<Mutex<Received>>) {
                         .unwrap_or("")
                         .to_owned(),
                 );
+                if let Some(key) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
+                    r.api_keys.push(key.to_owned());
+                }
                 r.bodies.push(body.to_vec());
                 // An empty ExportTraceServiceResponse.
                 (
@@ -149,4 +154,76 @@ fn a_collector_that_never_answers_is_a_warning_after_the_timeout() {
     assert!(err.contains("warning: could not export spans"), "{err}");
     // Bounded by the timeout, not hanging: generous margin for a loaded machine.
     assert!(took < std::time::Duration::from_secs(30), "{took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_protobuf_from_the_environment_reaches_the_http_collector() {
+    let (addr, received) = collector().await;
+    let endpoint = format!("http://{addr}");
+    // No --otlp: endpoint, protocol and headers all from the environment.
+    let output = tokio::task::spawn_blocking(move || {
+        run_with_env(
+            &[],
+            &[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+                ("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=k1"),
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains(&format!("exported {SPANS_PER_TRACE} spans")),
+        "{err}"
+    );
+    let received = received.lock().unwrap();
+    assert_eq!(received.bodies.len(), 9);
+    assert!(
+        received
+            .content_types
+            .iter()
+            .all(|c| c == "application/x-protobuf")
+    );
+    assert_eq!(received.api_keys, vec!["k1"; 9]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_protobuf_with_an_otlp_url_reaches_the_http_collector() {
+    let (addr, received) = collector().await;
+    let url = format!("http://{addr}");
+    let output = tokio::task::spawn_blocking(move || {
+        run_with_env(
+            &["--otlp", &url],
+            &[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(received.lock().unwrap().bodies.len(), 9);
+}
+
+#[test]
+fn an_unreachable_grpc_collector_is_a_warning() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let output = run_with_env(
+        &[
+            "--otlp",
+            &format!("http://127.0.0.1:{port}"),
+            "--otlp-timeout",
+            "2",
+        ],
+        &[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(err.contains("warning: could not export spans"), "{err}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("complete"));
 }
