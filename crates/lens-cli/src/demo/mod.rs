@@ -204,9 +204,9 @@ fn progress_bar(requests: usize) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(Some(requests as u64), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template(
-        "{bar:40} {pos}/{len} requests  {per_sec}  {elapsed_precise} (eta {eta})",
-    ) {
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:30} {pos}/{len} requests, {elapsed} (eta {eta})")
+    {
         bar.set_style(style);
     }
     bar
