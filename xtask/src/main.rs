@@ -13,6 +13,8 @@
 mod fuzz;
 mod gpu;
 mod interop;
+#[cfg(test)]
+mod rules;
 mod soak;
 mod w3c;
 
