@@ -2,7 +2,7 @@
 //!
 //! The targets (`tests/fuzz/fuzz_targets/*.rs`) check properties beyond "no panic": an extracted
 //! Context injected and extracted again is the same Context, and what lens sends stays within
-//! SPEC.md §8. Each run starts from the committed seed corpus (`tests/fuzz/seeds/<target>/`) and the
+//! the limits (docs/propagation-rules.md#limits). Each run starts from the committed seed corpus (`tests/fuzz/seeds/<target>/`) and the
 //! working corpus (`tests/fuzz/corpus/<target>/`, ignored by git, grown by earlier runs).
 
 use std::fs;

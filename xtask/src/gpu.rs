@@ -1,5 +1,5 @@
 //! `cargo xtask gpu-test` and `cargo xtask gpu-bench`: the GPU suites of lens-nccl (feature
-//! `cuda`, `tests/gpu.rs`) and lens-dist (feature `nccl`, `tests/nccl_gpu.rs`), and lens-nccl's
+//! `nccl`, `tests/gpu.rs`) and lens-dist (feature `nccl`, `tests/nccl_gpu.rs`), and lens-nccl's
 //! GPU benchmark.
 //!
 //! Both build with cargo, then run the binaries with NCCL made findable: cudarc looks for
@@ -24,7 +24,7 @@ pub(crate) const GPU_TEST_HELP: &str = "\
 usage: cargo xtask gpu-test [--build-only | --run-prebuilt DIR]
 
 Builds two GPU suites (release) and runs them:
-  lens-nccl (feature `cuda`): world size 1 send/recv to self with a context frame beside a
+  lens-nccl (feature `nccl`): world size 1 send/recv to self with a context frame beside a
     1 MiB and a 64 MiB payload; with 2 or more GPUs a 2-rank pipeline.
   lens-dist (feature `nccl`): broadcast_trace_context and create_linked_span over
     NcclCollective, world size 1; with N >= 2 GPUs, N ranks (sources 0 and N-1).
@@ -39,7 +39,7 @@ site-packages nvidia/nccl/lib, or $LENS_NCCL_LIB_DIR) through a libnccl.so symli
 pub(crate) const GPU_BENCH_HELP: &str = "\
 usage: cargo xtask gpu-bench [-- BENCH-ARGS...]
 
-Runs lens-nccl's GPU benchmark (feature `cuda`): a 1 MiB send/recv to self with and without the
+Runs lens-nccl's GPU benchmark (feature `nccl`): a 1 MiB send/recv to self with and without the
 context frame, same run (target: at most 5% added). Without a GPU it says why and runs nothing.
 NCCL is found as for `cargo xtask gpu-test`.";
 
@@ -56,7 +56,7 @@ struct Target {
 const TESTS: [Target; 2] = [
     Target {
         package: "lens-nccl",
-        feature: "cuda",
+        feature: "nccl",
         name: "gpu",
         bin: "lens-nccl-gpu-test",
     },
@@ -71,7 +71,7 @@ const TESTS: [Target; 2] = [
 /// lens-nccl's GPU benchmark.
 const BENCH: Target = Target {
     package: "lens-nccl",
-    feature: "cuda",
+    feature: "nccl",
     name: "gpu",
     bin: "lens-nccl-gpu-bench",
 };
@@ -136,7 +136,7 @@ pub(crate) fn gpu_bench(args: &[String]) -> Result {
         "-p",
         "lens-nccl",
         "--features",
-        "cuda",
+        "nccl",
         "--bench",
         "gpu",
     ]);

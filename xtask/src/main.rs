@@ -13,6 +13,8 @@
 mod fuzz;
 mod gpu;
 mod interop;
+#[cfg(test)]
+mod rules;
 mod soak;
 mod w3c;
 
@@ -144,7 +146,7 @@ struct OptionalStep {
 /// ```
 const OPTIONAL_STEPS: &[OptionalStep] = &[
     OptionalStep {
-        name: "lens-nccl clippy (feature cuda)",
+        name: "lens-nccl and lens-dist clippy (feature nccl)",
         // cudarc loads CUDA and NCCL at run time, so the feature builds on any machine.
         requires: || Ok(()),
         install: "",
@@ -156,7 +158,7 @@ const OPTIONAL_STEPS: &[OptionalStep] = &[
                 "-p",
                 "lens-dist",
                 "--features",
-                "lens-nccl/cuda",
+                "lens-nccl/nccl",
                 "--features",
                 "lens-dist/nccl",
                 "--all-targets",
@@ -178,7 +180,7 @@ const OPTIONAL_STEPS: &[OptionalStep] = &[
                 "-p",
                 "lens-dist",
                 "--features",
-                "lens-nccl/cuda",
+                "lens-nccl/nccl",
                 "--features",
                 "lens-dist/nccl",
             ])

@@ -4,7 +4,8 @@
 //! 2. Starts `lens w3c-service --listen 127.0.0.1:0`, reads the address it prints and waits until
 //!    it accepts connections.
 //! 3. Runs the harness's `test.py` (a checkout the user provides; nothing is downloaded or
-//!    vendored) with `STRICT_LEVEL=2`, then each extra test file, against the service.
+//!    vendored) with `SPEC_LEVEL=2` and `STRICT_LEVEL=2` (Trace Context Level 2 tests included,
+//!    strict tests included), then each extra test file, against the service.
 //! 4. Stops the service on every way out ([`Service`]'s `Drop`) and exits with the harness's status.
 //!
 //! Results and the known failures: docs/w3c-conformance.md.
@@ -22,7 +23,8 @@ use crate::{Failure, Result, cargo, run};
 pub(crate) const HELP: &str = "\
 usage: cargo xtask w3c --harness DIR [--level2 FILE...] [--venv DIR] [-- TEST-PY-ARGS...]
 
-Runs the official W3C Trace Context test harness against `lens w3c-service` (SPEC.md section 11).
+Runs the official W3C Trace Context test harness against `lens w3c-service`
+(docs/propagation-rules.md#w3c-test-service).
 Results and the known failures: docs/w3c-conformance.md.
 
   --harness DIR     the `test/` folder of a checkout of https://github.com/w3c/trace-context
@@ -39,7 +41,7 @@ Results and the known failures: docs/w3c-conformance.md.
 
 Steps: builds `lens` (release); starts `lens w3c-service --listen 127.0.0.1:0` (a free port) and
 waits until it accepts connections; runs `python test.py http://127.0.0.1:PORT/test` in DIR with
-STRICT_LEVEL=2, then each --level2 file; stops the service. The harness binds 127.0.0.1:7777
+SPEC_LEVEL=2 and STRICT_LEVEL=2, then each --level2 file; stops the service. The harness binds 127.0.0.1:7777
 itself (HARNESS_PORT changes that), so that port must be free.
 
 Exit status: 0 when every run passed; otherwise the sum of the runs' exit statuses (test.py exits
@@ -173,6 +175,9 @@ pub(crate) fn w3c(args: &[String]) -> Result {
             .arg(&endpoint)
             .args(&extra)
             .current_dir(&harness)
+            // test.py's defaults are SPEC_LEVEL=1 (which skips the Level 2 tests) and
+            // STRICT_LEVEL=2: ask for both explicitly.
+            .env("SPEC_LEVEL", "2")
             .env("STRICT_LEVEL", "2")
             .env("PYTHONUNBUFFERED", "1")
             .env("PYTHONPATH", python_path(&harness));

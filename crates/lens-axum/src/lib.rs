@@ -41,6 +41,7 @@
 //! need the peer address: serve with `into_make_service_with_connect_info::<SocketAddr>()`
 //! (feature `connect-info`, on by default).
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod body;
 mod extract;

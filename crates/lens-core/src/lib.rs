@@ -28,6 +28,7 @@
 //! tracestate key grammar accepted, baggage kept in order with its properties, and every input
 //! bounded by [`Limits`].
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod baggage;
 pub mod carrier;

@@ -55,8 +55,10 @@
 //! - [`ThreadGroup`]: ranks as threads of one process, for tests.
 //! - `MpiCollective` (feature `mpi`): MPI through the `mpi` crate (Debian: `openmpi-bin
 //!   libopenmpi-dev`, and `libclang-dev clang` to build).
-//! - `NcclCollective` (feature `nccl`): NCCL through cudarc, loading `libcuda` and `libnccl` at
-//!   run time; without them, a [`DistError::Unavailable`] rather than a panic.
+//! - `NcclCollective` (feature `nccl`): NCCL on lens-nccl's communicator (cudarc, loading
+//!   `libcuda` and `libnccl` at run time); without them or a GPU, a [`DistError::Unavailable`]
+//!   with lens-nccl's reason rather than a panic. How `libnccl.so` is found: the lens-nccl crate
+//!   docs, "Finding NCCL".
 //!
 //! # Where lens differs from NeMo Lens 0.1.0
 //! - A source rank with no context broadcasts length 0 (Python sends `{}`), and a carrier with
@@ -64,7 +66,8 @@
 //! - Received bytes that are not a JSON carrier: [`DistError::Carrier`] (Python raises
 //!   `JSONDecodeError`); a length over the carrier limit: [`DistError::InvalidLength`].
 //! - An array of strings under a redacted key is redacted too ([`Redaction`]).
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod broadcast;
 mod collective;
@@ -78,6 +81,7 @@ mod thread;
 
 /// The `mpi` crate lens-dist is built with (feature `mpi`), for its `Universe` and communicators.
 #[cfg(feature = "mpi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mpi")))]
 pub use ::mpi;
 pub use broadcast::{broadcast_trace_context, broadcast_trace_context_from};
 pub use collective::Collective;
@@ -86,7 +90,9 @@ pub use linked::{
     DEFAULT_REDACT_KEYS, Redaction, Remote, create_linked_span, create_linked_span_with,
 };
 #[cfg(feature = "mpi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mpi")))]
 pub use mpi_backend::MpiCollective;
 #[cfg(feature = "nccl")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
 pub use nccl::{NcclCollective, NcclId, nccl_available};
 pub use thread::{ThreadComm, ThreadGroup};

@@ -264,20 +264,11 @@ fn main() -> ExitCode {
         println!("lens-dist gpu tests: skipped, nothing run: {e}");
         return ExitCode::SUCCESS;
     }
-    let devices = match guarded(cudarc::driver::CudaContext::device_count) {
-        Ok(Ok(n)) if n > 0 => usize::try_from(n).unwrap_or(0),
-        Ok(Ok(_)) => {
-            println!("lens-dist gpu tests: skipped, nothing run: no CUDA device found");
-            return ExitCode::SUCCESS;
-        }
-        Ok(Err(e)) => {
-            println!(
-                "lens-dist gpu tests: skipped, nothing run: the CUDA driver reports no usable device: {e}"
-            );
-            return ExitCode::SUCCESS;
-        }
+    // nccl_available() (lens-nccl's probe) has found at least one device.
+    let devices = match lens_nccl::nccl::device_count() {
+        Ok(n) => n,
         Err(e) => {
-            println!("lens-dist gpu tests: skipped, nothing run: counting CUDA devices {e}");
+            println!("lens-dist gpu tests: skipped, nothing run: {e}");
             return ExitCode::SUCCESS;
         }
     };

@@ -1,5 +1,6 @@
-//! Without the CUDA driver or NCCL, every entry point of the NCCL backend returns
-//! `DistError::Unavailable` instead of panicking in cudarc's loader; with them, none does.
+//! Without the CUDA driver, NCCL or a GPU, every entry point of the NCCL backend returns
+//! `DistError::Unavailable` with lens-nccl's reason instead of panicking in cudarc's loader;
+//! with them, none does.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use lens_dist::{DistError, NcclCollective, NcclId, nccl_available};
@@ -9,7 +10,13 @@ fn constructors_agree_with_nccl_available() {
     match nccl_available() {
         Err(DistError::Unavailable { backend, reason }) => {
             assert_eq!(backend, "NCCL");
-            assert!(reason.contains("cannot be loaded"), "{reason}");
+            // One probe, one reason: lens-nccl's.
+            match lens_nccl::nccl::available() {
+                Err(lens_nccl::nccl::NcclError::Unavailable(nccl_reason)) => {
+                    assert_eq!(reason, nccl_reason);
+                }
+                other => panic!("lens-nccl says {other:?}, lens-dist says {reason}"),
+            }
             let id = NcclId::new().unwrap_err();
             assert!(id.is_unavailable(), "{id}");
             let single = NcclCollective::single(0).unwrap_err();

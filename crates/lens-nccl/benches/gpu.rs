@@ -1,4 +1,4 @@
-//! GPU (feature `cuda`; `cargo xtask gpu-bench`): the latency a context frame adds to a 1 MiB
+//! GPU (feature `nccl`; `cargo xtask gpu-bench`): the latency a context frame adds to a 1 MiB
 //! send to self + receive from self (world size 1, one group call), against the same transfer
 //! without the frame, in the same run. Target: at most 5% added.
 //!

@@ -2,7 +2,7 @@
 //!
 //! In pipeline-parallel training, activations move between ranks over NCCL, not HTTP. NVIDIA NeMo
 //! Lens serialises the trace context to bytes that travel beside the tensor; this crate produces
-//! and reads exactly those bytes, and (feature `cuda`) moves them over NCCL itself.
+//! and reads exactly those bytes, and (feature `nccl`) moves them over NCCL itself.
 //!
 //! ```
 //! use lens_core::LensContextExt;
@@ -57,9 +57,9 @@
 //! fails with [`FrameError::TooLarge`]. Decoding a truncated, corrupt or foreign frame gives the
 //! caller's current Context, never a panic.
 //!
-//! # NCCL (feature `cuda`, off by default)
+//! # NCCL (feature `nccl`, off by default)
 //!
-//! The `nccl` module (feature `cuda`) sends the frame in the same NCCL group call as the payload.
+//! The `nccl` module (feature `nccl`) sends the frame in the same NCCL group call as the payload.
 //! It is built on cudarc 0.19 with dynamic loading, so the crate compiles without CUDA; at run
 //! time every entry point returns an `NcclError::Unavailable` error with the reason when libcuda,
 //! libnccl or a GPU is missing. Feature choice:
@@ -83,10 +83,12 @@
 //!
 //! `cargo xtask gpu-test` and `scripts/nccl-gpu-test.sh` do this themselves.
 #![deny(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod error;
 mod frame;
-#[cfg(feature = "cuda")]
+#[cfg(feature = "nccl")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
 pub mod nccl;
 
 pub use error::{FrameDecodeError, FrameError};

@@ -1,4 +1,4 @@
-//! GPU suite (feature `cuda`; run by `cargo xtask gpu-test`).
+//! GPU suite (feature `nccl`; run by `cargo xtask gpu-test`).
 //!
 //! - World size 1: a context frame beside a 1 MiB and a 64 MiB payload, sent to self and
 //!   received from self in one group call; payload bytes and context checked.

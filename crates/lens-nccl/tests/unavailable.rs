@@ -1,4 +1,4 @@
-//! Without libcuda, libnccl or a GPU, every entry point of the `cuda` feature returns
+//! Without libcuda, libnccl or a GPU, every entry point of the `nccl` feature returns
 //! `NcclError::Unavailable` with the same reason, and nothing panics. On a machine that has
 //! them, the same entry points work instead.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

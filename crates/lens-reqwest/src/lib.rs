@@ -24,6 +24,7 @@
 //!   context and, separately, baggage go out.
 //! * [`RequestBuilderExt`]: for plain reqwest, `.inject_context()` on a `RequestBuilder`.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod ext;
 mod middleware;

@@ -32,6 +32,7 @@
 //!   (arguments plus `_otel_carrier`), [`traced_remote_call`], [`dispatch_with_context`].
 //! - [`JsonCodec`]: a tonic codec for serde messages, for services written without protobuf.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod call;
 mod client;

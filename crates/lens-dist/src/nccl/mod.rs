@@ -1,43 +1,44 @@
-//! [`NcclCollective`]: the [`Collective`] of an NCCL communicator (feature `nccl`), through
-//! cudarc with the CUDA driver and NCCL loaded at run time.
-
-mod ffi;
+//! [`NcclCollective`]: the [`Collective`] of an NCCL communicator (feature `nccl`), built on
+//! lens-nccl's communicator ([`lens_nccl::nccl`]): the same check for CUDA, NCCL and a GPU, the
+//! same reasons when one is missing, the same way of finding `libnccl.so` (see the lens-nccl
+//! crate docs, "Finding NCCL").
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaStream, DriverError};
-use cudarc::nccl::result::NcclError;
-use cudarc::nccl::{Comm, Id};
+use lens_nccl::nccl::cudarc::driver::{CudaStream, DeviceRepr, DriverError, ValidAsZeroBits};
+use lens_nccl::nccl::cudarc::nccl::result::NcclError as NcclResultError;
+use lens_nccl::nccl::{self, Comm, Id, NcclError, NcclType};
 
 use crate::collective::check_root;
 use crate::{Collective, DistError};
 
 const BACKEND: &str = "NCCL";
 
-/// `Ok(())` when the CUDA driver (`libcuda`) and NCCL (`libnccl`) libraries can be loaded;
-/// otherwise [`DistError::Unavailable`] naming what is missing. Every constructor of the NCCL
-/// backend checks this first, so a machine without CUDA or NCCL gets an error, never a panic.
+/// `Ok(())` when the CUDA driver (`libcuda`), NCCL (`libnccl`) and a GPU are there (lens-nccl's
+/// [`nccl::available`], checked once per process); otherwise [`DistError::Unavailable`] with
+/// lens-nccl's reason, which names what is missing and how to fix it. Every constructor of the
+/// NCCL backend checks this first, so a machine without them gets an error, never a panic.
 pub fn nccl_available() -> Result<(), DistError> {
-    match ffi::libraries_present() {
-        (true, true) => Ok(()),
-        (false, _) => Err(DistError::Unavailable {
+    nccl::available().map_err(|e| from_nccl("init", e))
+}
+
+/// lens-nccl's error as a [`DistError`]: `Unavailable` stays `Unavailable`, with the same reason.
+fn from_nccl(operation: &'static str, e: NcclError) -> DistError {
+    match e {
+        NcclError::Unavailable(reason) => DistError::Unavailable {
             backend: BACKEND,
-            reason: Cow::Borrowed(
-                "the CUDA driver library (libcuda.so) cannot be loaded: install the NVIDIA driver",
-            ),
-        }),
-        (true, false) => Err(DistError::Unavailable {
+            reason: Cow::Owned(reason),
+        },
+        other => DistError::Collective {
             backend: BACKEND,
-            reason: Cow::Borrowed(
-                "the NCCL library (libnccl.so.2) cannot be loaded: install NCCL (e.g. the \
-                 nvidia-nccl-cu13 wheel or libnccl2) and put it on LD_LIBRARY_PATH",
-            ),
-        }),
+            operation,
+            message: Cow::Owned(other.to_string()),
+        },
     }
 }
 
-fn nccl_error(operation: &'static str, e: NcclError) -> DistError {
+fn nccl_error(operation: &'static str, e: NcclResultError) -> DistError {
     DistError::Collective {
         backend: BACKEND,
         operation,
@@ -61,10 +62,9 @@ pub struct NcclId(Id);
 impl NcclId {
     /// A new unique id (`ncclGetUniqueId`). [`DistError::Unavailable`] without CUDA or NCCL.
     pub fn new() -> Result<Self, DistError> {
-        nccl_available()?;
-        Id::new()
+        nccl::new_id()
             .map(NcclId)
-            .map_err(|e| nccl_error("get_unique_id", e))
+            .map_err(|e| from_nccl("get_unique_id", e))
     }
 
     /// The id's 128 bytes, to send to the other ranks.
@@ -114,14 +114,9 @@ impl NcclCollective {
                 own: rank,
             });
         }
-        let stream = CudaContext::new(device)
-            .map_err(|e| DistError::Unavailable {
-                backend: BACKEND,
-                reason: Cow::Owned(format!("GPU {device} cannot be used: {e}")),
-            })?
-            .default_stream();
-        let comm = Comm::from_rank(stream.clone(), rank, world_size, id.0)
-            .map_err(|e| nccl_error("init", e))?;
+        let comm = nccl::comm_from_rank(device, rank, world_size, id.0)
+            .map_err(|e| from_nccl("init", e))?;
+        let stream = comm.stream();
         Ok(NcclCollective { comm, stream })
     }
 
@@ -131,13 +126,13 @@ impl NcclCollective {
         NcclCollective::from_rank(device, 0, 1, id)
     }
 
-    /// Wraps a cudarc communicator.
+    /// Wraps a communicator made with lens-nccl ([`nccl::comm_from_rank`], [`nccl::comm_self`]).
     pub fn new(comm: Comm) -> Self {
         let stream = comm.stream();
         NcclCollective { comm, stream }
     }
 
-    /// The cudarc communicator.
+    /// The communicator (cudarc's, as lens-nccl's NCCL transport takes it).
     pub fn comm(&self) -> &Comm {
         &self.comm
     }
@@ -160,10 +155,7 @@ impl NcclCollective {
         operation: &'static str,
     ) -> Result<(), DistError>
     where
-        T: cudarc::driver::DeviceRepr
-            + cudarc::driver::ValidAsZeroBits
-            + cudarc::nccl::NcclType
-            + Copy,
+        T: DeviceRepr + ValidAsZeroBits + NcclType + Copy,
     {
         let root = self.root(root)?;
         if host.is_empty() {

@@ -1,4 +1,4 @@
-//! Context frames over NCCL, in the same group call as the payload (feature `cuda`).
+//! Context frames over NCCL, in the same group call as the payload (feature `nccl`).
 //!
 //! ```no_run
 //! use lens_nccl::nccl::{self, ContextTransport};
