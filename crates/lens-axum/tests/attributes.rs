@@ -135,15 +135,18 @@ async fn the_filter_skips_health_checks() {
 #[tokio::test]
 async fn span_names_can_be_chosen() {
     let (_p, tracer, recorder) = support::provider();
-    let addr =
-        serve(
-            Router::new()
-                .route("/v1/{model}", get(|| async { "ok" }))
-                .layer(ServerLayer::new().with_tracer(tracer).with_span_name(|req| {
-                    Cow::Owned(format!("infer {}", req.route.unwrap_or("?")))
-                })),
-        )
-        .await;
+    let addr = serve(
+        Router::new()
+            .route("/v1/{model}", get(|| async { "ok" }))
+            .layer(
+                ServerLayer::new()
+                    .with_tracer(tracer)
+                    .with_span_name(|req| {
+                        Cow::Owned(format!("infer {}", req.route.unwrap_or("?")))
+                    }),
+            ),
+    )
+    .await;
     reqwest::Client::new()
         .get(format!("http://{addr}/v1/llama"))
         .send()

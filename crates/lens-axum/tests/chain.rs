@@ -4,7 +4,7 @@
 mod support;
 
 use axum::{Router, routing::get};
-use lens_axum::{ServerLayer, RequestContext};
+use lens_axum::{RequestContext, ServerLayer};
 use lens_reqwest::ClientMiddleware;
 use opentelemetry::trace::{SpanId, SpanKind, TraceId};
 use reqwest_middleware::ClientBuilder;

@@ -6,7 +6,7 @@ mod support;
 
 use axum::http::HeaderMap;
 use axum::{Router, routing::get};
-use lens_axum::{ServerLayer, RequestContext};
+use lens_axum::{RequestContext, ServerLayer};
 use lens_reqwest::ClientMiddleware;
 use opentelemetry::Context;
 use opentelemetry::trace::TraceContextExt;

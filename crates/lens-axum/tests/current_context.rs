@@ -4,7 +4,7 @@
 mod support;
 
 use axum::{Router, routing::get};
-use lens_axum::{ServerLayer, RequestContext};
+use lens_axum::{RequestContext, ServerLayer};
 use opentelemetry::Context;
 use opentelemetry::trace::{SpanKind, TraceContextExt};
 use support::{serve, span};

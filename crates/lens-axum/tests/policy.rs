@@ -5,7 +5,7 @@
 mod support;
 
 use axum::{Router, routing::get};
-use lens_axum::{ServerLayer, RequestContext};
+use lens_axum::{RequestContext, ServerLayer};
 use lens_core::LensContextExt;
 use lens_core::policy::{InboundDecision, InboundPolicy};
 use opentelemetry::trace::{SpanId, SpanKind, TraceId};
@@ -27,9 +27,11 @@ async fn run(
 ) -> (String, String, opentelemetry_sdk::trace::SpanData) {
     let (_p, tracer, recorder) = support::provider();
     let addr = serve(
-        Router::new()
-            .route("/", get(handler))
-            .layer(ServerLayer::new().with_tracer(tracer).with_inbound_policy(policy)),
+        Router::new().route("/", get(handler)).layer(
+            ServerLayer::new()
+                .with_tracer(tracer)
+                .with_inbound_policy(policy),
+        ),
     )
     .await;
     let mut req = reqwest::Client::new()

@@ -72,7 +72,7 @@ pub mod rpc;
 pub mod scope;
 
 pub use body::{AtLastFrame, BodyEnd, TracedBody};
-pub use lifecycle::{Adapter, FilterDecision, LiveSpan, SpanOptions, poll_in};
+pub use lifecycle::{Adapter, FilterDecision, InSpan, LiveSpan, SpanOptions, poll_in};
 pub use propagation::{HeaderInjector, Propagation};
 
 /// What [`span_knobs!`] needs to name from the crates this one depends on.

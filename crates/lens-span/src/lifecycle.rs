@@ -299,3 +299,60 @@ pub fn poll_in<T>(
         }
     }
 }
+
+pin_project_lite::pin_project! {
+    /// A future run inside a span: the span's Context is current while it is polled, and the
+    /// span ends when the future completes, is dropped, or panics (`error.type` = `panic`).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use lens_span::{InSpan, LiveSpan};
+    /// use opentelemetry::Context;
+    /// use opentelemetry::trace::{TraceContextExt, Tracer, TracerProvider};
+    ///
+    /// let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+    /// let span = LiveSpan::new(Context::new().with_span(provider.tracer("doc").start("work")));
+    /// let valid = InSpan::new(span, async { Context::current().span().span_context().is_valid() }).await;
+    /// assert!(valid);
+    /// # }
+    /// ```
+    pub struct InSpan<F> {
+        #[pin]
+        inner: F,
+        span: Option<LiveSpan>,
+    }
+}
+
+impl<F> InSpan<F> {
+    /// `inner`, run inside `span`.
+    pub fn new(span: LiveSpan, inner: F) -> Self {
+        InSpan {
+            inner,
+            span: Some(span),
+        }
+    }
+}
+
+impl<F> fmt::Debug for InSpan<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InSpan")
+            .field("span", &self.span)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F: std::future::Future> std::future::Future for InSpan<F> {
+    type Output = F::Output;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        task: &mut std::task::Context<'_>,
+    ) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut inner = this.inner;
+        let out = std::task::ready!(poll_in(this.span, true, || inner.as_mut().poll(task)));
+        this.span.take();
+        Poll::Ready(out)
+    }
+}

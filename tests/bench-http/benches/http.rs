@@ -3,10 +3,10 @@
 //! several connections). The variants and the fairness rules they follow are in
 //! `support/loopback.rs`.
 //!
-//! * `server/*`: bare axum, axum + `LensLayer`, axum + axum-tracing-opentelemetry's layer
+//! * `server/*`: bare axum, axum + `ServerLayer`, axum + axum-tracing-opentelemetry's layer
 //!   (with tracing-opentelemetry); every request sampled, batch span processor into a discarding
 //!   exporter.
-//! * `client/*`: reqwest through reqwest-middleware alone, and through `LensMiddleware`, against
+//! * `client/*`: reqwest through reqwest-middleware alone, and through `ClientMiddleware`, against
 //!   the same bare axum server.
 //!
 //! Criterion measures each variant in its own block; after each group the bench also runs the
