@@ -110,58 +110,26 @@ pub struct ServerLayer {
     config: Arc<Config>,
 }
 
-/// The former name of [`ServerLayer`].
-#[deprecated(
-    since = "0.2.0",
-    note = "renamed `ServerLayer`, as in every lens adapter"
-)]
-pub type LensLayer = ServerLayer;
-
-/// The former name of [`ServerService`].
-#[deprecated(
-    since = "0.2.0",
-    note = "renamed `ServerService`, as in every lens adapter"
-)]
-pub type LensService<S> = ServerService<S>;
-
-/// The former name of [`ResponseBody`].
-#[deprecated(since = "0.2.0", note = "renamed `ResponseBody`")]
-pub type LensBody<B> = ResponseBody<B>;
-
-impl Default for ServerLayer {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl ServerLayer {
     /// Trusts every request (NeMo Lens parity), traces every request, uses the tracer
     /// `lens-axum` (this crate's version, the conventions' schema URL) of the global tracer
     /// provider as it is when this is called (install the provider first, or use
     /// [`ServerLayer::with_tracer`]) and lens's process-wide propagator.
     pub fn new() -> Self {
-        ServerLayer {
-            config: Arc::new(Config {
-                options: SpanOptions::new(
-                    lens_span::scope::global_tracer("lens-axum", env!("CARGO_PKG_VERSION")),
-                    InboundPolicy::trust_all(),
-                ),
-                traceresponse: false,
-            }),
-        }
+        let options = SpanOptions::global(
+            "lens-axum",
+            env!("CARGO_PKG_VERSION"),
+            InboundPolicy::trust_all(),
+        );
+        let config = Arc::new(Config {
+            options,
+            traceresponse: false,
+        });
+        ServerLayer { config }
     }
 
     fn options_mut(&mut self) -> &mut SpanOptions<Axum, InboundPolicy> {
         &mut Arc::make_mut(&mut self.config).options
-    }
-
-    /// The former name of [`ServerLayer::with_inbound_policy`].
-    #[deprecated(
-        since = "0.2.0",
-        note = "renamed `with_inbound_policy`, as in every lens adapter"
-    )]
-    pub fn with_policy(self, policy: InboundPolicy) -> Self {
-        self.with_inbound_policy(policy)
     }
 
     /// Adds a `traceresponse` header (W3C Trace Context Level 2) with the SERVER span's trace id
@@ -176,7 +144,8 @@ lens_span::span_knobs!(
     ServerLayer,
     request: RequestInfo<'_>,
     response: ResponseInfo<'_>,
-    policy: with_inbound_policy(InboundPolicy)
+    policy: with_inbound_policy(InboundPolicy),
+    renamed_policy: with_policy
 );
 
 impl<S> Layer<S> for ServerLayer {

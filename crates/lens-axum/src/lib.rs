@@ -54,8 +54,16 @@ mod layer;
 mod memo;
 
 pub use extract::RequestContext;
-#[allow(deprecated)]
-pub use layer::{LensBody, LensLayer, LensService};
 pub use layer::{
     RequestInfo, ResponseBody, ResponseFuture, ResponseInfo, ServerLayer, ServerService,
 };
+
+/// The former name of [`ServerLayer`].
+#[deprecated(since = "0.2.0", note = "renamed `ServerLayer`")]
+pub type LensLayer = ServerLayer;
+/// The former name of [`ServerService`].
+#[deprecated(since = "0.2.0", note = "renamed `ServerService`")]
+pub type LensService<S> = ServerService<S>;
+/// The former name of [`ResponseBody`].
+#[deprecated(since = "0.2.0", note = "renamed `ResponseBody`")]
+pub type LensBody<B> = ResponseBody<B>;

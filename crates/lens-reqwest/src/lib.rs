@@ -37,6 +37,8 @@ mod url;
 
 pub use ext::{RequestBuilderExt, inject_into_request};
 pub use middleware::ClientMiddleware;
-#[allow(deprecated)]
-pub use middleware::LensMiddleware;
 pub use url::redacted_url;
+
+/// The former name of [`ClientMiddleware`].
+#[deprecated(since = "0.2.0", note = "renamed `ClientMiddleware`")]
+pub type LensMiddleware = ClientMiddleware;

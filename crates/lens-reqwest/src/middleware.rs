@@ -99,24 +99,11 @@ pub struct ClientMiddleware {
     config: Arc<Config>,
 }
 
-/// The former name of [`ClientMiddleware`].
-#[deprecated(
-    since = "0.2.0",
-    note = "renamed `ClientMiddleware`, as in every lens adapter"
-)]
-pub type LensMiddleware = ClientMiddleware;
-
 impl fmt::Debug for ClientMiddleware {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientMiddleware")
             .field("options", &self.config.options)
             .finish_non_exhaustive()
-    }
-}
-
-impl Default for ClientMiddleware {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -126,28 +113,22 @@ impl ClientMiddleware {
     /// provider as it is when this is called (install the provider first, or use
     /// [`ClientMiddleware::with_tracer`]) and lens's process-wide propagator.
     pub fn new() -> Self {
+        let policy = OutboundPolicy::send_everywhere();
+        let options = SpanOptions::global("lens-reqwest", env!("CARGO_PKG_VERSION"), policy);
+        Self::from_config(Config {
+            options,
+            host_text: RepeatedText::default(),
+        })
+    }
+
+    fn from_config(config: Config) -> Self {
         ClientMiddleware {
-            config: Arc::new(Config {
-                options: SpanOptions::new(
-                    lens_span::scope::global_tracer("lens-reqwest", env!("CARGO_PKG_VERSION")),
-                    OutboundPolicy::send_everywhere(),
-                ),
-                host_text: RepeatedText::default(),
-            }),
+            config: Arc::new(config),
         }
     }
 
     fn options_mut(&mut self) -> &mut SpanOptions<Reqwest, OutboundPolicy> {
         &mut Arc::make_mut(&mut self.config).options
-    }
-
-    /// The former name of [`ClientMiddleware::with_outbound_policy`].
-    #[deprecated(
-        since = "0.2.0",
-        note = "renamed `with_outbound_policy`, as in every lens adapter"
-    )]
-    pub fn with_policy(self, policy: OutboundPolicy) -> Self {
-        self.with_outbound_policy(policy)
     }
 
     /// Starts the CLIENT span for `req` (unless filtered out) and injects its context (or the
@@ -224,7 +205,8 @@ lens_span::span_knobs!(
     ClientMiddleware,
     request: Request,
     response: Response,
-    policy: with_outbound_policy(OutboundPolicy)
+    policy: with_outbound_policy(OutboundPolicy),
+    renamed_policy: with_policy
 );
 
 /// Injects `cx` into `headers` as `policy` allows for `host`; a `traceparent`/`tracestate`

@@ -5,7 +5,9 @@
 /// `fn options_mut(&mut self) -> &mut lens_span::SpanOptions<A, P>`:
 /// `with_tracer`, `with_propagator`, `with_global_propagator`, `with_random_flag_on_new_traces`,
 /// `with_filter`, `with_span_name`, `with_request_attributes`, `with_response_attributes`, and
-/// the policy knob named in the call (`with_inbound_policy` or `with_outbound_policy`).
+/// the policy knob named in the call (`with_inbound_policy` or `with_outbound_policy`); and
+/// `Default` as the type's `new()`; with `renamed_policy: NAME`, the deprecated old name of the
+/// policy knob.
 ///
 /// ```text
 /// lens_span::span_knobs!(ServerLayer, request: RequestInfo<'_>, response: ResponseInfo<'_>,
@@ -13,7 +15,15 @@
 /// ```
 #[macro_export]
 macro_rules! span_knobs {
-    ($ty:ty, request: $req:ty, response: $res:ty, policy: $policy_fn:ident($policy:ty)) => {
+    ($ty:ty, request: $req:ty, response: $res:ty, policy: $policy_fn:ident($policy:ty)
+        $(, renamed_policy: $old_policy_fn:ident)?) => {
+        impl ::std::default::Default for $ty {
+            /// The adapter's `new()`.
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
         impl $ty {
             /// Creates spans with this tracer (default: the adapter's scope, with its crate
             /// version and the semantic conventions' schema URL, from the global tracer provider
@@ -42,6 +52,14 @@ macro_rules! span_knobs {
                 self.options_mut().propagation = $crate::Propagation::Global;
                 self
             }
+
+            $(
+            #[doc = concat!("The former name of `", stringify!($policy_fn), "`.")]
+            #[deprecated(since = "0.2.0", note = "renamed as in every lens adapter")]
+            pub fn $old_policy_fn(self, policy: $policy) -> Self {
+                self.$policy_fn(policy)
+            }
+            )?
 
             #[doc = concat!("Decides per request what the propagated context may do (SPEC.md §7); default: ",
                 "trust every caller, send everything everywhere (NeMo Lens parity).")]

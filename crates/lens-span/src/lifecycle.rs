@@ -147,6 +147,12 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         }
     }
 
+    /// [`SpanOptions::new`] with the tracer of scope `name`, `version` (and the conventions'
+    /// schema URL) from the global tracer provider as it is now: every adapter's default.
+    pub fn global(name: &'static str, version: &'static str, policy: P) -> Self {
+        Self::new(crate::scope::global_tracer(name, version), policy)
+    }
+
     /// The filter's decision for `request` ([`FilterDecision::TRACE`] without a filter).
     #[inline]
     pub fn filter(&self, request: &A::Request<'_>) -> FilterDecision {

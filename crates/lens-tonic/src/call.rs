@@ -69,10 +69,7 @@ impl<P> CallConfig<P> {
     /// conventions' schema URL), conventions from `OTEL_SEMCONV_STABILITY_OPT_IN`.
     pub(crate) fn new(policy: P) -> Self {
         CallConfig {
-            options: SpanOptions::new(
-                lens_span::scope::global_tracer(crate::TRACER_NAME, env!("CARGO_PKG_VERSION")),
-                policy,
-            ),
+            options: SpanOptions::global(crate::TRACER_NAME, env!("CARGO_PKG_VERSION"), policy),
             conventions: RpcConventions::from_env(),
             server: None,
         }

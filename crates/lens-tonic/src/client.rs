@@ -45,10 +45,6 @@ pub struct ClientInterceptor {
     filter: Option<Arc<InterceptorFilter>>,
 }
 
-/// The former name of [`ClientInterceptor`].
-#[deprecated(since = "0.2.0", note = "renamed `ClientInterceptor`")]
-pub type LensInterceptor = ClientInterceptor;
-
 impl std::fmt::Debug for ClientInterceptor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClientInterceptor")
@@ -173,12 +169,6 @@ impl HeaderInjector for GrpcHeaders<'_> {
 #[derive(Clone)]
 pub struct ClientLayer {
     config: CallConfig<OutboundPolicy>,
-}
-
-impl Default for ClientLayer {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 impl ClientLayer {

@@ -59,8 +59,6 @@ use opentelemetry::{Context, KeyValue};
 use tonic::metadata::MetadataMap;
 
 pub use call::{RequestInfo, ResponseInfo};
-#[allow(deprecated)]
-pub use client::LensInterceptor;
 pub use client::{ClientInterceptor, ClientLayer, ClientService};
 pub use codec::{JsonCodec, JsonDecoder, JsonEncoder};
 pub use error::Error;
@@ -72,6 +70,10 @@ pub use ray::{
 pub use response::{CallEnd, ResponseBody, ResponseFuture};
 pub use server::{ServerLayer, ServerService};
 pub use status::SpanSide;
+
+/// The former name of [`ClientInterceptor`].
+#[deprecated(since = "0.2.0", note = "renamed `ClientInterceptor`")]
+pub type LensInterceptor = ClientInterceptor;
 
 /// The instrumentation scope of the client and server spans.
 pub const TRACER_NAME: &str = "lens-tonic";

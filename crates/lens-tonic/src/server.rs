@@ -48,12 +48,6 @@ pub struct ServerLayer {
     config: CallConfig<InboundPolicy>,
 }
 
-impl Default for ServerLayer {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl ServerLayer {
     /// Spans from the global tracer provider (scope `lens-tonic`, looked up now: install the
     /// provider first), lens's process-wide propagator, every caller trusted, the RPC
