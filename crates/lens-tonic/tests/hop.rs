@@ -14,7 +14,7 @@ use lens_core::Carrier;
 use lens_span::rpc::RpcConventions;
 use lens_testkit::recorder::Recorder;
 use lens_tonic::{ClientInterceptor, ClientLayer, ServerLayer, traced_remote_call_with_tracer};
-use opentelemetry::trace::{SpanKind, TracerProvider as _};
+use opentelemetry::trace::{SpanKind, TraceContextExt as _, TracerProvider as _};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, SpanData};
 use tonic::service::Interceptor;
 use tower_layer::Layer;
@@ -242,4 +242,34 @@ async fn each_semconv_opt_in_has_its_rpc_attributes() {
             "rpc.system=grpc",
         ]
     );
+}
+
+#[test]
+fn the_interceptor_replaces_a_stale_traceparent_and_obeys_its_filter() {
+    let (_provider, tracer, _recorder) = provider();
+    let cx = opentelemetry::Context::new()
+        .with_span(opentelemetry::trace::Tracer::start(&tracer, "caller"));
+    let _guard = cx.clone().attach();
+    let expected = format!(
+        "00-{}-{}-01",
+        cx.span().span_context().trace_id(),
+        cx.span().span_context().span_id()
+    );
+    let mut stale = tonic::Request::new(());
+    stale.metadata_mut().insert(
+        "traceparent",
+        "00-11111111111111111111111111111111-2222222222222222-01"
+            .parse()
+            .unwrap(),
+    );
+    let request = ClientInterceptor::new().call(stale).unwrap();
+    let lines: Vec<_> = request.metadata().get_all("traceparent").iter().collect();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0].to_str().unwrap(), expected);
+
+    let skipped = ClientInterceptor::new()
+        .with_filter(|_| false)
+        .call(tonic::Request::new(()))
+        .unwrap();
+    assert!(skipped.metadata().get("traceparent").is_none());
 }
