@@ -2,6 +2,11 @@
 //! tower-http's `classify`): a classifier turns a response, a status or a failure into an
 //! [`Outcome`], which [`LiveSpan::end_with`](crate::LiveSpan::end_with) records.
 //!
+//! `error.type` follows one rule in every adapter: the status code for an HTTP status
+//! (`503`), the code's name for a gRPC status (`UNAVAILABLE`), the kind of a transport failure
+//! where the adapter can tell it (`timeout`, `connect`, ...), else the failed type's name
+//! ([`Outcome::error_of`]: a failed service or body), and `panic` for a panic.
+//!
 //! ```
 //! use lens_span::classify::{Classify, GrpcCodes, HttpClientErrors, HttpServerErrors, Outcome, RpcSide};
 //!

@@ -292,3 +292,28 @@ pub(crate) fn all(provider: &SdkTracerProvider) -> Vec<Driver> {
     v.extend(span_floor_drivers(provider));
     v
 }
+
+/// The peers on axum, per request: opentelemetry-instrumentation-tower's layer (tracing only;
+/// its tracer comes from the global tracer provider, set to `provider` here) and
+/// axum-tracing-opentelemetry's layers (spans through the global tracing subscriber, which the
+/// caller installs).
+#[allow(dead_code)]
+pub(crate) fn peer_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
+    opentelemetry::global::set_tracer_provider(provider.clone());
+    let tower_layer = opentelemetry_instrumentation_tower::http::server::LayerBuilder::builder()
+        .with_metrics(false)
+        .build()
+        .unwrap_or_else(|e| panic!("opentelemetry-instrumentation-tower layer: {e}"));
+    vec![
+        axum_driver(
+            "axum_otel_instrumentation_tower",
+            hello().layer(tower_layer),
+        ),
+        axum_driver(
+            "axum_tracing_opentelemetry",
+            hello()
+                .layer(axum_tracing_opentelemetry::middleware::OtelInResponseLayer)
+                .layer(axum_tracing_opentelemetry::middleware::OtelAxumLayer::default()),
+        ),
+    ]
+}

@@ -165,8 +165,26 @@ fn install_tracing_subscriber(tracer: SdkTracer) {
     tracing::subscriber::set_global_default(subscriber).unwrap();
 }
 
+/// opentelemetry-instrumentation-tower's server layer: tracing only (lens records no metrics),
+/// spans from a provider of its own. It takes its tracer from the global tracer provider when it
+/// is built, so the provider is installed globally just before (no other variant uses the global
+/// one); it extracts with the global propagator, which the benches set to lens's
+/// (`lens_core::install`), as axum-tracing-opentelemetry does.
+pub(crate) fn instrumentation_tower_layer()
+-> opentelemetry_instrumentation_tower::http::server::Layer {
+    let provider = SdkTracerProvider::builder()
+        .with_span_processor(BatchSpanProcessor::builder(Discard).build())
+        .build();
+    opentelemetry::global::set_tracer_provider(provider);
+    opentelemetry_instrumentation_tower::http::server::LayerBuilder::builder()
+        .with_metrics(false)
+        .build()
+        .unwrap()
+}
+
 /// Bare axum (the baseline), axum + the span floor (a reference: `support/span_floor.rs`),
-/// axum + `ServerLayer`, axum + axum-tracing-opentelemetry's layers. Which of them are built is
+/// axum + `ServerLayer`, axum + opentelemetry-instrumentation-tower's layer, axum +
+/// axum-tracing-opentelemetry's layers. Which of them are built is
 /// chosen by `names` (all when empty).
 pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Variant> {
     let wanted = |n: &str| names.is_empty() || names.contains(&n);
@@ -200,6 +218,17 @@ pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
         out.push(variant(
             rt,
             "lens_layer",
+            client_builder().build(),
+            addr,
+            Context::new(),
+            true,
+        ));
+    }
+    if wanted("otel_instrumentation_tower") {
+        let addr = rt.block_on(serve(hello().layer(instrumentation_tower_layer())));
+        out.push(variant(
+            rt,
+            "otel_instrumentation_tower",
             client_builder().build(),
             addr,
             Context::new(),
