@@ -111,7 +111,10 @@ fn main() {
     let mut axum = drivers::axum_drivers(&provider);
     let mut reqwest = drivers::reqwest_drivers(&provider);
     let mut floors = drivers::span_floor_drivers(&provider);
-    let mut peers = drivers::peer_drivers(&provider);
+    let mut peers = [
+        drivers::instrumentation_tower_driver(&provider),
+        drivers::axum_tracing_opentelemetry_driver(),
+    ];
     // (group, bare driver, traced drivers)
     let (axum_bare, axum_lens) = axum.split_at_mut(1);
     let (reqwest_bare, reqwest_lens) = reqwest.split_at_mut(1);

@@ -283,37 +283,37 @@ pub(crate) fn span_floor_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
     ]
 }
 
-/// Every driver: the pairs (bare, lens), then the span floors.
+/// Every driver: the pairs (bare, lens), the span floors, opentelemetry-instrumentation-tower.
 #[allow(dead_code)]
 pub(crate) fn all(provider: &SdkTracerProvider) -> Vec<Driver> {
     let mut v = axum_drivers(provider);
     v.extend(reqwest_drivers(provider));
     v.extend(grpc_drivers(provider));
     v.extend(span_floor_drivers(provider));
+    v.push(instrumentation_tower_driver(provider));
     v
 }
 
-/// The peers on axum, per request: opentelemetry-instrumentation-tower's layer (tracing only;
-/// its tracer comes from the global tracer provider, set to `provider` here) and
-/// axum-tracing-opentelemetry's layers (spans through the global tracing subscriber, which the
-/// caller installs).
+/// opentelemetry-instrumentation-tower's layer on axum, per request (tracing only; its tracer
+/// comes from the global tracer provider, set to `provider` here).
 #[allow(dead_code)]
-pub(crate) fn peer_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
+pub(crate) fn instrumentation_tower_driver(provider: &SdkTracerProvider) -> Driver {
     opentelemetry::global::set_tracer_provider(provider.clone());
-    let tower_layer = opentelemetry_instrumentation_tower::http::server::LayerBuilder::builder()
+    let layer = opentelemetry_instrumentation_tower::http::server::LayerBuilder::builder()
         .with_metrics(false)
         .build()
         .unwrap_or_else(|e| panic!("opentelemetry-instrumentation-tower layer: {e}"));
-    vec![
-        axum_driver(
-            "axum_otel_instrumentation_tower",
-            hello().layer(tower_layer),
-        ),
-        axum_driver(
-            "axum_tracing_opentelemetry",
-            hello()
-                .layer(axum_tracing_opentelemetry::middleware::OtelInResponseLayer)
-                .layer(axum_tracing_opentelemetry::middleware::OtelAxumLayer::default()),
-        ),
-    ]
+    axum_driver("axum_otel_instrumentation_tower", hello().layer(layer))
+}
+
+/// axum-tracing-opentelemetry's layers on axum, per request: its spans go through the global
+/// tracing subscriber, which the caller installs.
+#[allow(dead_code)]
+pub(crate) fn axum_tracing_opentelemetry_driver() -> Driver {
+    axum_driver(
+        "axum_tracing_opentelemetry",
+        hello()
+            .layer(axum_tracing_opentelemetry::middleware::OtelInResponseLayer)
+            .layer(axum_tracing_opentelemetry::middleware::OtelAxumLayer::default()),
+    )
 }
