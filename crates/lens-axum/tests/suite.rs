@@ -14,10 +14,8 @@ use bytes::Bytes;
 use lens_axum::ServerLayer;
 use lens_core::policy::InboundPolicy;
 use lens_testkit::suite::{
-    self, Call, Harness, Observed, REQUEST_ATTRIBUTE, RESPOND, RESPONSE_ATTRIBUTE, Respond,
-    SKIP_HEADER, SPAN_NAME, Setup, Side,
+    self, Call, Harness, Observed, RESPOND, Respond, SKIP_HEADER, Setup, Side,
 };
-use opentelemetry::KeyValue;
 use opentelemetry::trace::SpanKind;
 use tokio::sync::Semaphore;
 
@@ -60,23 +58,13 @@ impl Harness for Axum {
 
     async fn run(&self, setup: Setup, call: Call, expect_spans: usize) -> Observed {
         let (_provider, tracer, recorder) = support::provider();
-        let mut layer = ServerLayer::new()
-            .with_tracer(tracer)
-            .with_inbound_policy(InboundPolicy::custom(move |_| setup.decision))
-            .with_random_flag_on_new_traces(setup.random_flag_on_new_traces)
-            .with_filter(|req| !req.headers.contains_key(SKIP_HEADER));
-        if setup.named {
-            layer = layer.with_span_name(|_| SPAN_NAME.into());
-        }
-        if setup.hooks {
-            layer = layer
-                .with_request_attributes(|_, attributes| {
-                    attributes.push(KeyValue::new(REQUEST_ATTRIBUTE, true))
-                })
-                .with_response_attributes(|_, span| {
-                    span.set_attribute(KeyValue::new(RESPONSE_ATTRIBUTE, true))
-                });
-        }
+        let layer = lens_testkit::suite_knobs!(
+            ServerLayer::new()
+                .with_tracer(tracer)
+                .with_inbound_policy(InboundPolicy::custom(move |_| setup.decision)),
+            setup,
+            |req| !req.headers.contains_key(SKIP_HEADER)
+        );
         let gate = Arc::new(Semaphore::new(0));
         let handler_gate = Arc::clone(&gate);
         let router = Router::new()

@@ -179,7 +179,9 @@ pub trait SpanStarter: Send + Sync {
         builder: opentelemetry::trace::SpanBuilder,
         parent: &Context,
         new_traces_random: bool,
-    ) -> Context;
+    ) -> Context {
+        self.start_in(builder, parent, parent, new_traces_random)
+    }
 
     /// `base` with the span of `builder` started under `parent` (see [`context_with_span_in`]).
     fn start_in(
@@ -196,16 +198,6 @@ where
     T: opentelemetry::trace::Tracer + Send + Sync,
     T::Span: Send + Sync + 'static,
 {
-    fn start(
-        &self,
-        builder: opentelemetry::trace::SpanBuilder,
-        parent: &Context,
-        new_traces_random: bool,
-    ) -> Context {
-        let span = builder.start_with_context(self, parent);
-        context_with_span(parent, span, new_traces_random)
-    }
-
     fn start_in(
         &self,
         builder: opentelemetry::trace::SpanBuilder,

@@ -8,10 +8,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::{Router, routing::get};
 use lens_reqwest::ClientMiddleware;
 use lens_testkit::suite::{
-    self, Call, Harness, Observed, REQUEST_ATTRIBUTE, RESPOND, RESPONSE_ATTRIBUTE, Respond,
-    SKIP_HEADER, SPAN_NAME, Setup, Side,
+    self, Call, Harness, Observed, RESPOND, Respond, SKIP_HEADER, Setup, Side,
 };
-use opentelemetry::KeyValue;
 use opentelemetry::trace::{SpanKind, TracerProvider as _};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 
@@ -60,22 +58,11 @@ impl Harness for Reqwest {
         let provider = SdkTracerProvider::builder()
             .with_simple_exporter(exporter.clone())
             .build();
-        let mut middleware = ClientMiddleware::new()
-            .with_tracer(provider.tracer("suite"))
-            .with_random_flag_on_new_traces(setup.random_flag_on_new_traces)
-            .with_filter(|req| !req.headers().contains_key(SKIP_HEADER));
-        if setup.named {
-            middleware = middleware.with_span_name(|_| SPAN_NAME.into());
-        }
-        if setup.hooks {
-            middleware = middleware
-                .with_request_attributes(|_, attributes| {
-                    attributes.push(KeyValue::new(REQUEST_ATTRIBUTE, true))
-                })
-                .with_response_attributes(|_, span| {
-                    span.set_attribute(KeyValue::new(RESPONSE_ATTRIBUTE, true))
-                });
-        }
+        let middleware = lens_testkit::suite_knobs!(
+            ClientMiddleware::new().with_tracer(provider.tracer("suite")),
+            setup,
+            |req| !req.headers().contains_key(SKIP_HEADER)
+        );
         let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
             .with(middleware)
             .build();

@@ -26,6 +26,17 @@ pub struct RequestInfo<'a> {
     pub headers: &'a HeaderMap,
 }
 
+impl<'a> RequestInfo<'a> {
+    /// The view of `request`.
+    pub(crate) fn of<B>(request: &'a http::Request<B>) -> Self {
+        RequestInfo {
+            method: GrpcMethod::from_path(request.uri().path()),
+            uri: request.uri(),
+            headers: request.headers(),
+        }
+    }
+}
+
 /// What the response-attribute hook of the gRPC layers sees: the call's status, and the headers
 /// or trailers it came in.
 #[derive(Clone, Copy, Debug)]
@@ -73,6 +84,15 @@ impl<P> CallConfig<P> {
             conventions: RpcConventions::from_env(),
             server: None,
         }
+    }
+
+    /// How the span of a call on `side` ends.
+    pub(crate) fn call_end(&self, side: crate::SpanSide) -> crate::CallEnd {
+        crate::CallEnd::new(
+            side,
+            self.conventions,
+            self.options.response_attributes.clone(),
+        )
     }
 
     /// The attributes a call span starts with (room for `server.address`, `server.port` and

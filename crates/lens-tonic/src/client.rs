@@ -14,11 +14,11 @@ use tonic::metadata::MetadataMap;
 use tonic::service::Interceptor;
 use tower_service::Service;
 
+use crate::RequestInfo;
 use crate::call::{CallConfig, layer_and_service, push_server_address};
 use crate::metadata::{MetadataCarrier, set_metadata};
-use crate::response::{CallEnd, ResponseFuture};
+use crate::response::ResponseFuture;
 use crate::status::SpanSide;
-use crate::{GrpcMethod, RequestInfo};
 
 type InterceptorFilter = dyn Fn(&tonic::Request<()>) -> FilterDecision + Send + Sync;
 
@@ -218,12 +218,8 @@ where
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         let config = &*self.config;
         let options = &config.options;
-        let method = GrpcMethod::from_path(request.uri().path());
-        let info = RequestInfo {
-            method,
-            uri: request.uri(),
-            headers: request.headers(),
-        };
+        let info = RequestInfo::of(&request);
+        let method = info.method;
         let filter = options.filter(&info);
         if !filter.span && !filter.inject {
             return ResponseFuture::untraced(self.inner.call(request));
@@ -265,11 +261,6 @@ where
         }
 
         let future = self.inner.call(request);
-        let end = CallEnd::new(
-            SpanSide::Client,
-            config.conventions,
-            options.response_attributes.clone(),
-        );
-        ResponseFuture::new(future, span, end)
+        ResponseFuture::new(future, span, config.call_end(SpanSide::Client))
     }
 }

@@ -11,10 +11,10 @@ use opentelemetry::KeyValue;
 use opentelemetry::trace::{SpanBuilder, SpanKind};
 use tower_service::Service;
 
+use crate::RequestInfo;
 use crate::call::{CallConfig, layer_and_service, push_server_address};
-use crate::response::{CallEnd, ResponseFuture};
+use crate::response::ResponseFuture;
 use crate::status::SpanSide;
-use crate::{GrpcMethod, RequestInfo};
 
 /// A tower layer for tonic servers (`Server::builder().layer(ServerLayer::new())`).
 ///
@@ -124,12 +124,8 @@ where
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let config = &*self.config;
         let options = &config.options;
-        let method = GrpcMethod::from_path(request.uri().path());
-        let info = RequestInfo {
-            method,
-            uri: request.uri(),
-            headers: request.headers(),
-        };
+        let info = RequestInfo::of(&request);
+        let method = info.method;
         if !options.filter(&info).span {
             return ResponseFuture::untraced(self.inner.call(request));
         }
@@ -160,11 +156,6 @@ where
             let _guard = span.attach();
             self.inner.call(request)
         };
-        let end = CallEnd::new(
-            SpanSide::Server,
-            config.conventions,
-            options.response_attributes.clone(),
-        );
-        ResponseFuture::new(future, span, end)
+        ResponseFuture::new(future, span, config.call_end(SpanSide::Server))
     }
 }

@@ -12,11 +12,9 @@ use std::task::{Context as TaskContext, Poll};
 use lens_core::policy::InboundPolicy;
 use lens_testkit::recorder::Recorder;
 use lens_testkit::suite::{
-    self, Call, Harness, Observed, REQUEST_ATTRIBUTE, RESPOND, RESPONSE_ATTRIBUTE, Respond,
-    SKIP_HEADER, SPAN_NAME, Setup, Side,
+    self, Call, Harness, Observed, RESPOND, Respond, SKIP_HEADER, Setup, Side,
 };
 use lens_tonic::{ClientLayer, JsonCodec, ServerLayer};
-use opentelemetry::KeyValue;
 use opentelemetry::trace::{FutureExt as _, SpanKind, TracerProvider as _};
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData};
 use tokio::sync::Semaphore;
@@ -193,26 +191,11 @@ async fn serve(layer: Option<ServerLayer>, gate: Arc<Semaphore>) -> SocketAddr {
 
 /// Sets the suite's knobs on either layer (the same names on both).
 macro_rules! configure {
-    ($layer:expr, $setup:expr, $tracer:expr) => {{
-        let setup: Setup = $setup;
-        let mut layer = $layer
-            .with_tracer($tracer)
-            .with_random_flag_on_new_traces(setup.random_flag_on_new_traces)
-            .with_filter(|call| !call.headers.contains_key(SKIP_HEADER));
-        if setup.named {
-            layer = layer.with_span_name(|_| SPAN_NAME.into());
-        }
-        if setup.hooks {
-            layer = layer
-                .with_request_attributes(|_, attributes| {
-                    attributes.push(KeyValue::new(REQUEST_ATTRIBUTE, true))
-                })
-                .with_response_attributes(|_, span| {
-                    span.set_attribute(KeyValue::new(RESPONSE_ATTRIBUTE, true))
-                });
-        }
-        layer
-    }};
+    ($layer:expr, $setup:expr, $tracer:expr) => {
+        lens_testkit::suite_knobs!($layer.with_tracer($tracer), $setup, |call| !call
+            .headers
+            .contains_key(SKIP_HEADER))
+    };
 }
 
 struct Grpc(Side);

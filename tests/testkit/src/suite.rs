@@ -18,6 +18,41 @@
 //!   every span is named [`SPAN_NAME`]; with [`Setup::hooks`] the request hook adds
 //!   [`REQUEST_ATTRIBUTE`] = `true` and the response hook [`RESPONSE_ATTRIBUTE`] = `true`.
 
+/// Sets the suite's knobs on an adapter (they have the same names in every adapter): the random
+/// flag on new traces, `filter`, and as [`Setup`] says the span name and the attribute hooks.
+///
+/// ```text
+/// let layer = lens_testkit::suite_knobs!(ServerLayer::new().with_tracer(t), setup, |req| ...);
+/// ```
+#[macro_export]
+macro_rules! suite_knobs {
+    ($adapter:expr, $setup:expr, $filter:expr) => {{
+        let setup: $crate::suite::Setup = $setup;
+        let mut adapter = $adapter
+            .with_random_flag_on_new_traces(setup.random_flag_on_new_traces)
+            .with_filter($filter);
+        if setup.named {
+            adapter = adapter.with_span_name(|_| $crate::suite::SPAN_NAME.into());
+        }
+        if setup.hooks {
+            adapter = adapter
+                .with_request_attributes(|_, attributes| {
+                    attributes.push($crate::__otel::KeyValue::new(
+                        $crate::suite::REQUEST_ATTRIBUTE,
+                        true,
+                    ))
+                })
+                .with_response_attributes(|_, span| {
+                    span.set_attribute($crate::__otel::KeyValue::new(
+                        $crate::suite::RESPONSE_ATTRIBUTE,
+                        true,
+                    ))
+                });
+        }
+        adapter
+    }};
+}
+
 use std::collections::BTreeMap;
 use std::future::Future;
 
