@@ -398,6 +398,11 @@ const BENCH_GROUPS: &[(&str, &[BenchSuite])] = &[
                 bench: "per_request",
                 features: "",
             },
+            BenchSuite {
+                package: "lens-bench-http",
+                bench: "allocations",
+                features: "",
+            },
         ],
     ),
     (

@@ -11,17 +11,17 @@ use lens_core::LensContextExt;
 /// The request's OpenTelemetry [`Context`] (its SERVER span, baggage from a trusted caller), as an
 /// axum extractor.
 ///
-/// Under [`LensLayer`](crate::LensLayer) this is the Context the layer built; without it (or for
+/// Under [`ServerLayer`](crate::ServerLayer) this is the Context the layer built; without it (or for
 /// a request the filter skipped) it is [`Context::current()`].
 ///
 /// ```
 /// use axum::{Router, routing::get};
-/// use lens_axum::{LensLayer, RequestContext};
+/// use lens_axum::{ServerLayer, RequestContext};
 ///
 /// async fn handler(cx: RequestContext) -> String {
 ///     cx.trace_id().map(|id| id.to_string()).unwrap_or_default()
 /// }
-/// let app: Router = Router::new().route("/", get(handler)).layer(LensLayer::new());
+/// let app: Router = Router::new().route("/", get(handler)).layer(ServerLayer::new());
 /// ```
 #[derive(Clone, Debug)]
 pub struct RequestContext(pub Context);

@@ -1,36 +1,39 @@
-//! [`LensLayer`], [`LensService`] and [`ResponseFuture`].
+//! [`ServerLayer`], [`ServerService`] and [`ResponseFuture`]: the axum glue around lens-span's
+//! span lifecycle.
 
 use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll, ready};
 
 use axum::extract::MatchedPath;
 use http::header::{HOST, HeaderName, HeaderValue, USER_AGENT};
-use http::{HeaderMap, Method, Request, Response, Uri, Version};
+use http::{HeaderMap, Method, Request, Response, StatusCode, Uri, Version};
+use lens_core::HeaderCarrier;
 use lens_core::policy::{InboundPolicy, InboundRequest};
 use lens_core::semconv::known_http_method;
 use lens_core::traceresponse::{TRACERESPONSE_HEADER, TraceResponse};
-use lens_core::{HeaderCarrier, W3cPropagator};
-use opentelemetry::trace::{Link, SpanBuilder, SpanKind, Status, TraceContextExt, Tracer};
-use opentelemetry::{Context, KeyValue};
+use lens_span::classify::{HttpServerErrors, Outcome};
+use lens_span::lifecycle::ResponseAttributesFn;
+use lens_span::redact::redacted_query;
+use lens_span::{Adapter, AtLastFrame, LiveSpan, SpanOptions, TracedBody, httpconv, poll_in};
+use opentelemetry::KeyValue;
+use opentelemetry::trace::{SpanBuilder, SpanKind};
+use opentelemetry_semantic_conventions::attribute::{
+    CLIENT_ADDRESS, HTTP_ROUTE, NETWORK_PROTOCOL_VERSION, SERVER_ADDRESS, SERVER_PORT, URL_PATH,
+    URL_QUERY, URL_SCHEME, USER_AGENT_ORIGINAL,
+};
 use pin_project_lite::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::body::LensBody;
 use crate::extract::RequestContext;
 use crate::memo::Memos;
-use lens_core::random_flag::SpanStarter;
 
-pub(crate) const ERROR_TYPE: &str = "error.type";
-const HTTP_RESPONSE_STATUS_CODE: &str = "http.response.status_code";
-
-/// What the filter and the span-name callback see of a request.
+/// What the filter, the span-name callback and the request-attribute hook see of a request.
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub struct RequestInfo<'a> {
@@ -46,32 +49,33 @@ pub struct RequestInfo<'a> {
     pub route: Option<&'a str>,
 }
 
-type FilterFn = dyn Fn(&RequestInfo<'_>) -> bool + Send + Sync;
-type NameFn = dyn Fn(&RequestInfo<'_>) -> Cow<'static, str> + Send + Sync;
+/// What the response-attribute hook sees of a response.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct ResponseInfo<'a> {
+    /// The response status.
+    pub status: StatusCode,
+    /// The response headers.
+    pub headers: &'a HeaderMap,
+}
 
-#[derive(Clone)]
+/// The hooks of [`ServerLayer`] see [`RequestInfo`] and [`ResponseInfo`].
+struct Axum;
+
+impl Adapter for Axum {
+    type Request<'a> = RequestInfo<'a>;
+    type Response<'a> = ResponseInfo<'a>;
+}
+
+#[derive(Clone, Debug)]
 struct Config {
-    tracer: Arc<dyn SpanStarter>,
-    propagator: Option<W3cPropagator>,
-    policy: InboundPolicy,
-    filter: Option<Arc<FilterFn>>,
-    name: Option<Arc<NameFn>>,
+    options: SpanOptions<Axum, InboundPolicy>,
     traceresponse: bool,
-    random_flag_on_new_traces: bool,
 }
 
-impl fmt::Debug for Config {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Config")
-            .field("propagator", &self.propagator)
-            .field("policy", &self.policy)
-            .field("filter", &self.filter.is_some())
-            .field("name", &self.name.is_some())
-            .field("traceresponse", &self.traceresponse)
-            .field("random_flag_on_new_traces", &self.random_flag_on_new_traces)
-            .finish_non_exhaustive()
-    }
-}
+/// The response body of a traced request: ends the SERVER span when the body has been sent in
+/// full, failed, or was dropped.
+pub type ResponseBody<B> = TracedBody<B, AtLastFrame>;
 
 /// A tower [`Layer`] that gives every HTTP request a SERVER span (SPEC.md §7, stable HTTP
 /// semantic conventions).
@@ -79,8 +83,8 @@ impl fmt::Debug for Config {
 /// Per request it extracts the W3C trace context and baggage with lens-core through the
 /// [`InboundPolicy`], starts a SERVER span (child of the remote span when trusted, a new root
 /// with a link to it under Link, a plain new root under Ignore), makes it the current
-/// [`Context`] while the inner service runs, and ends it when the response body has been sent
-/// in full.
+/// [`Context`](opentelemetry::Context) while the inner service runs, and ends it when the
+/// response body has been sent in full.
 ///
 /// Put it on the axum `Router` with [`Router::layer`](axum::Router::layer), so that the span is
 /// named after the matched route (`GET /users/{id}`); on any other tower HTTP service the name is
@@ -88,129 +92,67 @@ impl fmt::Debug for Config {
 ///
 /// ```
 /// use axum::{Router, routing::get};
-/// use lens_axum::LensLayer;
+/// use lens_axum::ServerLayer;
 /// use lens_core::policy::InboundPolicy;
 ///
 /// let app: Router = Router::new()
 ///     .route("/users/{id}", get(|| async { "hello" }))
 ///     .route("/healthz", get(|| async { "ok" }))
 ///     .layer(
-///         LensLayer::new()
-///             .with_policy(InboundPolicy::trust_private_networks())
+///         ServerLayer::new()
+///             .with_inbound_policy(InboundPolicy::trust_private_networks())
 ///             .with_filter(|req| req.uri.path() != "/healthz")
 ///             .with_traceresponse(true),
 ///     );
 /// ```
 #[derive(Clone, Debug)]
-pub struct LensLayer {
+pub struct ServerLayer {
     config: Arc<Config>,
 }
 
-impl Default for LensLayer {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl LensLayer {
+impl ServerLayer {
     /// Trusts every request (NeMo Lens parity), traces every request, uses the tracer
-    /// `lens-axum` of the global tracer provider as it is when this is called (install the
-    /// provider first, or use [`LensLayer::with_tracer`]) and lens's process-wide propagator.
+    /// `lens-axum` (this crate's version, the conventions' schema URL) of the global tracer
+    /// provider as it is when this is called (install the provider first, or use
+    /// [`ServerLayer::with_tracer`]) and lens's process-wide propagator.
     pub fn new() -> Self {
-        LensLayer {
-            config: Arc::new(Config {
-                tracer: Arc::new(opentelemetry::global::tracer("lens-axum")),
-                propagator: None,
-                policy: InboundPolicy::trust_all(),
-                filter: None,
-                name: None,
-                traceresponse: false,
-                random_flag_on_new_traces: true,
-            }),
-        }
+        let options = SpanOptions::global(
+            "lens-axum",
+            env!("CARGO_PKG_VERSION"),
+            InboundPolicy::trust_all(),
+        );
+        let config = Arc::new(Config {
+            options,
+            traceresponse: false,
+        });
+        ServerLayer { config }
     }
 
-    fn config_mut(&mut self) -> &mut Config {
-        Arc::make_mut(&mut self.config)
-    }
-
-    /// Creates spans with this tracer.
-    pub fn with_tracer<T>(mut self, tracer: T) -> Self
-    where
-        T: Tracer + Send + Sync + 'static,
-        T::Span: Send + Sync + 'static,
-    {
-        self.config_mut().tracer = Arc::new(tracer);
-        self
-    }
-
-    /// Decides per request whether its propagated context is trusted (default: trust all).
-    ///
-    /// ```
-    /// use lens_axum::LensLayer;
-    /// use lens_core::policy::{InboundDecision, InboundPolicy};
-    ///
-    /// // Continue the caller's trace only when it comes from a private network
-    /// // (needs `into_make_service_with_connect_info::<SocketAddr>()`) ...
-    /// let private = LensLayer::new().with_policy(InboundPolicy::trust_private_networks());
-    /// // ... or only when the gateway marked the request as authenticated.
-    /// let gateway = LensLayer::new().with_policy(
-    ///     InboundPolicy::trust_if_header("x-gateway-authenticated").otherwise(InboundDecision::Ignore),
-    /// );
-    /// # let _ = (private, gateway);
-    /// ```
-    pub fn with_policy(mut self, policy: InboundPolicy) -> Self {
-        self.config_mut().policy = policy;
-        self
-    }
-
-    /// Extracts with this propagator instead of lens's process-wide one.
-    pub fn with_propagator(mut self, propagator: W3cPropagator) -> Self {
-        self.config_mut().propagator = Some(propagator);
-        self
-    }
-
-    /// Traces only the requests for which `filter` returns `true` (e.g. not health checks).
-    /// Requests filtered out get no span and no context.
-    pub fn with_filter<F>(mut self, filter: F) -> Self
-    where
-        F: Fn(&RequestInfo<'_>) -> bool + Send + Sync + 'static,
-    {
-        self.config_mut().filter = Some(Arc::new(filter));
-        self
-    }
-
-    /// Names spans with `name` instead of `{METHOD} {route}` / `{METHOD}`.
-    pub fn with_span_name<F>(mut self, name: F) -> Self
-    where
-        F: Fn(&RequestInfo<'_>) -> Cow<'static, str> + Send + Sync + 'static,
-    {
-        self.config_mut().name = Some(Arc::new(name));
-        self
+    fn options_mut(&mut self) -> &mut SpanOptions<Axum, InboundPolicy> {
+        &mut Arc::make_mut(&mut self.config).options
     }
 
     /// Adds a `traceresponse` header (W3C Trace Context Level 2) with the SERVER span's trace id
     /// and span id to every traced response. Off by default.
     pub fn with_traceresponse(mut self, on: bool) -> Self {
-        self.config_mut().traceresponse = on;
-        self
-    }
-
-    /// Whether a trace this layer starts (no trusted remote parent) is sent on with the W3C
-    /// random flag (`02`), as Trace Context Level 2 asks of random trace ids. On by default,
-    /// which is right for opentelemetry_sdk's default random id generator; turn it off with an id
-    /// generator whose trace ids are not random.
-    pub fn with_random_flag_on_new_traces(mut self, on: bool) -> Self {
-        self.config_mut().random_flag_on_new_traces = on;
+        Arc::make_mut(&mut self.config).traceresponse = on;
         self
     }
 }
 
-impl<S> Layer<S> for LensLayer {
-    type Service = LensService<S>;
+lens_span::span_knobs!(
+    ServerLayer,
+    request: RequestInfo<'_>,
+    response: ResponseInfo<'_>,
+    policy: with_inbound_policy(InboundPolicy),
+    renamed_policy: with_policy
+);
+
+impl<S> Layer<S> for ServerLayer {
+    type Service = ServerService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        LensService {
+        ServerService {
             inner,
             config: Arc::clone(&self.config),
             memos: Arc::default(),
@@ -218,20 +160,20 @@ impl<S> Layer<S> for LensLayer {
     }
 }
 
-/// The service [`LensLayer`] wraps around an HTTP service.
+/// The service [`ServerLayer`] wraps around an HTTP service.
 #[derive(Clone, Debug)]
-pub struct LensService<S> {
+pub struct ServerService<S> {
     inner: S,
     config: Arc<Config>,
     /// Attribute values this service (one route, under `Router::layer`) shares between requests.
     memos: Arc<Memos>,
 }
 
-impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for LensService<S>
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for ServerService<S>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>>,
 {
-    type Response = Response<LensBody<ResBody>>;
+    type Response = Response<ResponseBody<ResBody>>;
     type Error = S::Error;
     type Future = ResponseFuture<S::Future>;
 
@@ -241,6 +183,7 @@ where
 
     fn call(&mut self, mut req: Request<ReqBody>) -> Self::Future {
         let config = &*self.config;
+        let options = &config.options;
         let route = req
             .extensions()
             .get::<MatchedPath>()
@@ -252,12 +195,11 @@ where
             headers: req.headers(),
             route,
         };
-        if let Some(filter) = &config.filter
-            && !filter(&info)
-        {
+        if !options.filter(&info).span {
             return ResponseFuture {
                 inner: self.inner.call(req),
                 span: None,
+                response_attributes: None,
                 traceresponse: false,
             };
         }
@@ -269,49 +211,43 @@ where
         if let Some(peer) = peer {
             inbound_req = inbound_req.with_peer(peer.ip());
         }
-        let inbound = match &config.propagator {
-            Some(p) => config.policy.extract_with(p, &inbound_req),
-            None => config.policy.extract(&inbound_req),
-        };
+        let inbound = options.propagation.extract(&options.policy, &inbound_req);
 
-        let name = match &config.name {
-            Some(name) => name(&info),
-            None => default_span_name(info.method, route),
-        };
-        let attributes = request_attributes(&info, peer, &self.memos);
+        let name = options.span_name(&info, || default_span_name(info.method, route));
+        let mut attributes = request_attributes(&info, peer, &self.memos);
+        options.request_attributes(&info, &mut attributes);
         // The fields set directly: `with_attributes` would collect the vector again.
         let builder = SpanBuilder {
             name,
             span_kind: Some(SpanKind::Server),
             attributes: Some(attributes),
-            links: inbound.link.map(|link| vec![Link::with_context(link)]),
             ..SpanBuilder::default()
         };
-        // The random flag of the trace goes out again (SPEC §1) even where the SDK drops it.
-        let cx = config
-            .tracer
-            .start(builder, &inbound.parent, config.random_flag_on_new_traces);
+        let span = options.start_inbound(builder, inbound);
 
-        req.extensions_mut().insert(RequestContext(cx.clone()));
+        req.extensions_mut()
+            .insert(RequestContext(span.context().clone()));
         let inner = {
-            let _guard = cx.clone().attach();
+            let _guard = span.attach();
             self.inner.call(req)
         };
         ResponseFuture {
             inner,
-            span: Some(cx),
+            span: Some(span),
+            response_attributes: options.response_attributes.clone(),
             traceresponse: config.traceresponse,
         }
     }
 }
 
 pin_project! {
-    /// The response future of [`LensService`]: runs the inner future with the SERVER span as
-    /// the current [`Context`] and records the response status.
+    /// The response future of [`ServerService`]: runs the inner future with the SERVER span as
+    /// the current Context and records the response status.
     pub struct ResponseFuture<F> {
         #[pin]
         inner: F,
-        span: Option<Context>,
+        span: Option<LiveSpan>,
+        response_attributes: Option<Arc<ResponseAttributesFn<Axum>>>,
         traceresponse: bool,
     }
 }
@@ -328,64 +264,40 @@ impl<F, B, E> Future for ResponseFuture<F>
 where
     F: Future<Output = Result<Response<B>, E>>,
 {
-    type Output = Result<Response<LensBody<B>>, E>;
+    type Output = Result<Response<ResponseBody<B>>, E>;
 
     fn poll(self: Pin<&mut Self>, task: &mut TaskContext<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let Some(cx) = this.span.as_ref() else {
-            let result = ready!(this.inner.poll(task));
-            return Poll::Ready(result.map(|res| res.map(LensBody::untraced)));
-        };
-        let guard = cx.clone().attach();
-        // A panicking handler must still end its SERVER span with status Error (the runtime
-        // drops this future only after the unwind is caught, when nothing says it panicked).
-        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| this.inner.poll(task)));
-        drop(guard);
-        let result = match polled {
-            Ok(Poll::Ready(result)) => result,
-            Ok(Poll::Pending) => return Poll::Pending,
-            Err(panic) => {
-                if let Some(cx) = this.span.take() {
-                    let span = cx.span();
-                    span.set_attribute(KeyValue::new(ERROR_TYPE, "panic"));
-                    span.set_status(Status::error("handler panicked"));
-                    span.end();
-                }
-                std::panic::resume_unwind(panic);
-            }
-        };
-        let Some(cx) = this.span.take() else {
-            // Unreachable: checked above. Keep the response untraced rather than panic.
-            return Poll::Ready(result.map(|res| res.map(LensBody::untraced)));
-        };
+        let mut inner = this.inner;
+        // A panicking handler still ends its span (status Error, `error.type` = `panic`).
+        let result = ready!(poll_in(this.span, true, || inner.as_mut().poll(task)));
+        let span = this.span.take();
         match result {
             Ok(mut res) => {
-                let status = res.status();
-                {
-                    let span = cx.span();
-                    span.set_attribute(KeyValue::new(
-                        HTTP_RESPONSE_STATUS_CODE,
-                        i64::from(status.as_u16()),
-                    ));
-                    if status.is_server_error() {
-                        span.set_attribute(KeyValue::new(ERROR_TYPE, status_str(status.as_u16())));
-                        span.set_status(Status::error(""));
+                if let Some(span) = &span {
+                    httpconv::record_status(span, res.status(), &HttpServerErrors);
+                    if let Some(hook) = this.response_attributes {
+                        let info = ResponseInfo {
+                            status: res.status(),
+                            headers: res.headers(),
+                        };
+                        hook(&info, &span.span());
                     }
                     if *this.traceresponse
-                        && let Some(tr) = TraceResponse::from_span_context(span.span_context())
+                        && let Some(tr) =
+                            TraceResponse::from_span_context(span.span().span_context())
                         && let Ok(value) = HeaderValue::from_bytes(&tr.encode())
                     {
                         res.headers_mut()
                             .insert(HeaderName::from_static(TRACERESPONSE_HEADER), value);
                     }
                 }
-                Poll::Ready(Ok(res.map(|body| LensBody::traced(body, cx))))
+                Poll::Ready(Ok(res.map(|body| TracedBody::new(body, span, AtLastFrame))))
             }
             Err(err) => {
-                let span = cx.span();
-                span.set_attribute(KeyValue::new(ERROR_TYPE, std::any::type_name::<E>()));
-                span.set_status(Status::error("service failed"));
-                span.end();
+                if let Some(span) = span {
+                    span.end_with(Outcome::error_of::<E>("service failed"));
+                }
                 Poll::Ready(Err(err))
             }
         }
@@ -416,10 +328,6 @@ fn default_span_name(method: &Method, route: Option<&str>) -> Cow<'static, str> 
         }
         None => Cow::Borrowed(method),
     }
-}
-
-fn status_str(code: u16) -> String {
-    code.to_string()
 }
 
 /// `host[:port]` from the Host header (HTTP/1.1) or the URI authority (HTTP/2).
@@ -460,40 +368,35 @@ fn request_attributes(
 ) -> Vec<KeyValue> {
     // Room for every attribute below plus the status code and error.type set at the end: the
     // span's vector never grows.
-    let mut attrs = Vec::with_capacity(12);
-    match known_http_method(info.method) {
-        Some(m) => attrs.push(KeyValue::new("http.request.method", m)),
-        None => {
-            attrs.push(KeyValue::new("http.request.method", "_OTHER"));
-            attrs.push(KeyValue::new(
-                "http.request.method_original",
-                info.method.as_str().to_owned(),
-            ));
-        }
-    }
+    let mut attrs = Vec::with_capacity(13);
+    httpconv::push_method(&mut attrs, info.method);
     let path = info.uri.path();
     match info.route {
         // A route without parameters is the path itself: one shared string for both.
         Some(route) if route == path => {
             let route = memos.route(route);
-            attrs.push(KeyValue::new("url.path", route.clone()));
-            attrs.push(KeyValue::new("http.route", route));
+            attrs.push(KeyValue::new(URL_PATH, route.clone()));
+            attrs.push(KeyValue::new(HTTP_ROUTE, route));
         }
         Some(route) => {
-            attrs.push(KeyValue::new("url.path", path.to_owned()));
-            attrs.push(KeyValue::new("http.route", memos.route(route)));
+            attrs.push(KeyValue::new(URL_PATH, path.to_owned()));
+            attrs.push(KeyValue::new(HTTP_ROUTE, memos.route(route)));
         }
-        None => attrs.push(KeyValue::new("url.path", path.to_owned())),
+        None => attrs.push(KeyValue::new(URL_PATH, path.to_owned())),
+    }
+    if let Some(query) = info.uri.query() {
+        // Credentials never reach the span: the same redaction as a client's `url.full`.
+        attrs.push(KeyValue::new(URL_QUERY, redacted_query(query).into_owned()));
     }
     let scheme: &'static str = match info.uri.scheme_str() {
         Some("https") => "https",
         _ => "http",
     };
-    attrs.push(KeyValue::new("url.scheme", scheme));
+    attrs.push(KeyValue::new(URL_SCHEME, scheme));
     if let Some((host, port)) = server_host_port(info) {
-        attrs.push(KeyValue::new("server.address", memos.host(host)));
+        attrs.push(KeyValue::new(SERVER_ADDRESS, memos.host(host)));
         let port = port.unwrap_or(if scheme == "https" { 443 } else { 80 });
-        attrs.push(KeyValue::new("server.port", i64::from(port)));
+        attrs.push(KeyValue::new(SERVER_PORT, i64::from(port)));
     }
     let version = match info.version {
         Version::HTTP_09 => Some("0.9"),
@@ -504,13 +407,13 @@ fn request_attributes(
         _ => None,
     };
     if let Some(v) = version {
-        attrs.push(KeyValue::new("network.protocol.version", v));
+        attrs.push(KeyValue::new(NETWORK_PROTOCOL_VERSION, v));
     }
     if let Some(ua) = info.headers.get(USER_AGENT).and_then(|v| v.to_str().ok()) {
-        attrs.push(KeyValue::new("user_agent.original", memos.user_agent(ua)));
+        attrs.push(KeyValue::new(USER_AGENT_ORIGINAL, memos.user_agent(ua)));
     }
     if let Some(peer) = peer {
-        attrs.push(KeyValue::new("client.address", memos.peer(peer.ip())));
+        attrs.push(KeyValue::new(CLIENT_ADDRESS, memos.peer(peer.ip())));
     }
     attrs
 }

@@ -4,7 +4,7 @@
 //!
 //! ```
 //! use axum::{Router, routing::get};
-//! use lens_axum::{LensLayer, RequestContext};
+//! use lens_axum::{ServerLayer, RequestContext};
 //! use opentelemetry::trace::TraceContextExt;
 //!
 //! async fn hello(cx: RequestContext) -> String {
@@ -17,7 +17,7 @@
 //! // `Router::layer`, so that spans are named after the matched route: `GET /hello/{name}`.
 //! let app: Router = Router::new()
 //!     .route("/hello/{name}", get(hello))
-//!     .layer(LensLayer::new());
+//!     .layer(ServerLayer::new());
 //! // axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>())
 //! ```
 //!
@@ -30,12 +30,19 @@
 //!   [`MatchedPath`](axum::extract::MatchedPath)) or `{METHOD}`, with the stable HTTP semantic
 //!   convention attributes (`http.request.method`, `url.path`, `url.scheme`, `http.route`,
 //!   `http.response.status_code`, `server.address`, `server.port`, `network.protocol.version`,
-//!   `user_agent.original`, `client.address`), status Error and `error.type` on 5xx and failures;
+//!   `user_agent.original`, `client.address`, `url.query` with credential values redacted),
+//!   status Error and `error.type` on 5xx, failures and panics;
 //! * makes that span the current [`Context`](opentelemetry::Context) while the inner service
 //!   runs, so `Context::current()`, lens-reqwest calls and `tracing` spans (through
 //!   tracing-opentelemetry) in the handler nest under it;
 //! * ends the span when the response body has been sent in full (streaming included), failed,
 //!   or was dropped.
+//!
+//! The span lifecycle itself (start, classification, end) is lens-span's, shared with
+//! lens-reqwest and lens-tonic; [`ServerLayer`] has the same knobs under the same names as their
+//! adapters (`with_tracer`, `with_propagator`, `with_global_propagator`, `with_inbound_policy`,
+//! `with_filter`, `with_span_name`, `with_random_flag_on_new_traces`,
+//! `with_request_attributes`, `with_response_attributes`).
 //!
 //! `client.address` and [`InboundPolicy::trust_private_networks`](lens_core::policy::InboundPolicy::trust_private_networks)
 //! need the peer address: serve with `into_make_service_with_connect_info::<SocketAddr>()`
@@ -43,11 +50,21 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod body;
 mod extract;
 mod layer;
 mod memo;
 
-pub use body::LensBody;
 pub use extract::RequestContext;
-pub use layer::{LensLayer, LensService, RequestInfo, ResponseFuture};
+pub use layer::{
+    RequestInfo, ResponseBody, ResponseFuture, ResponseInfo, ServerLayer, ServerService,
+};
+
+/// The former name of [`ServerLayer`].
+#[deprecated(since = "0.2.0", note = "renamed `ServerLayer`")]
+pub type LensLayer = ServerLayer;
+/// The former name of [`ServerService`].
+#[deprecated(since = "0.2.0", note = "renamed `ServerService`")]
+pub type LensService<S> = ServerService<S>;
+/// The former name of [`ResponseBody`].
+#[deprecated(since = "0.2.0", note = "renamed `ResponseBody`")]
+pub type LensBody<B> = ResponseBody<B>;

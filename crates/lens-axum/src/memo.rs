@@ -1,5 +1,5 @@
 //! Attribute values shared between requests: the route, the server address, the client address
-//! and the user agent repeat from request to request, so each [`LensService`](crate::LensService) keeps
+//! and the user agent repeat from request to request, so each [`ServerService`](crate::ServerService) keeps
 //! the first one it sees as an `Arc<str>` and hands out reference-counted copies of it instead of
 //! allocating (and, in the batch span processor's thread, freeing) a new string per request.
 //!

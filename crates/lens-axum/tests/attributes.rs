@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use axum::http::StatusCode;
 use axum::{Router, routing::get};
-use lens_axum::LensLayer;
+use lens_axum::ServerLayer;
 use opentelemetry::trace::{SpanKind, Status};
 use support::{attr, serve, span};
 
@@ -17,7 +17,7 @@ async fn route_name_and_http_attributes() {
     let addr = serve(
         Router::new()
             .route("/users/{id}", get(|| async { "hi" }))
-            .layer(LensLayer::new().with_tracer(tracer)),
+            .layer(ServerLayer::new().with_tracer(tracer)),
     )
     .await;
     let res = reqwest::Client::new()
@@ -53,7 +53,7 @@ async fn server_errors_set_error_status_and_type() {
         Router::new()
             .route("/fail", get(|| async { StatusCode::SERVICE_UNAVAILABLE }))
             .route("/missing", get(|| async { StatusCode::NOT_FOUND }))
-            .layer(LensLayer::new().with_tracer(tracer)),
+            .layer(ServerLayer::new().with_tracer(tracer)),
     )
     .await;
     let client = reqwest::Client::new();
@@ -89,7 +89,7 @@ async fn unmatched_requests_are_named_after_the_method() {
     let addr = serve(
         Router::new()
             .route("/known", get(|| async { "ok" }))
-            .layer(LensLayer::new().with_tracer(tracer)),
+            .layer(ServerLayer::new().with_tracer(tracer)),
     )
     .await;
     let res = reqwest::Client::new()
@@ -112,7 +112,7 @@ async fn the_filter_skips_health_checks() {
             .route("/healthz", get(|| async { "ok" }))
             .route("/work", get(|| async { "done" }))
             .layer(
-                LensLayer::new()
+                ServerLayer::new()
                     .with_tracer(tracer)
                     .with_filter(|req| req.uri.path() != "/healthz"),
             ),
@@ -135,15 +135,18 @@ async fn the_filter_skips_health_checks() {
 #[tokio::test]
 async fn span_names_can_be_chosen() {
     let (_p, tracer, recorder) = support::provider();
-    let addr =
-        serve(
-            Router::new()
-                .route("/v1/{model}", get(|| async { "ok" }))
-                .layer(LensLayer::new().with_tracer(tracer).with_span_name(|req| {
-                    Cow::Owned(format!("infer {}", req.route.unwrap_or("?")))
-                })),
-        )
-        .await;
+    let addr = serve(
+        Router::new()
+            .route("/v1/{model}", get(|| async { "ok" }))
+            .layer(
+                ServerLayer::new()
+                    .with_tracer(tracer)
+                    .with_span_name(|req| {
+                        Cow::Owned(format!("infer {}", req.route.unwrap_or("?")))
+                    }),
+            ),
+    )
+    .await;
     reqwest::Client::new()
         .get(format!("http://{addr}/v1/llama"))
         .send()
@@ -158,7 +161,7 @@ async fn traceresponse_names_the_server_span_when_enabled() {
     let (_p, tracer, recorder) = support::provider();
     let addr = serve(
         Router::new().route("/", get(|| async { "ok" })).layer(
-            LensLayer::new()
+            ServerLayer::new()
                 .with_tracer(tracer)
                 .with_traceresponse(true),
         ),
@@ -185,7 +188,7 @@ async fn no_traceresponse_by_default() {
     let addr = serve(
         Router::new()
             .route("/", get(|| async { "ok" }))
-            .layer(LensLayer::new().with_tracer(tracer)),
+            .layer(ServerLayer::new().with_tracer(tracer)),
     )
     .await;
     let res = reqwest::Client::new()

@@ -4,8 +4,8 @@
 mod support;
 
 use axum::{Router, routing::get};
-use lens_axum::{LensLayer, RequestContext};
-use lens_reqwest::LensMiddleware;
+use lens_axum::{RequestContext, ServerLayer};
+use lens_reqwest::ClientMiddleware;
 use opentelemetry::trace::{SpanId, SpanKind, TraceId};
 use reqwest_middleware::ClientBuilder;
 use support::{PARENT_ID, TRACE_ID, TRACEPARENT, attr, serve, span};
@@ -13,9 +13,9 @@ use support::{PARENT_ID, TRACE_ID, TRACEPARENT, attr, serve, span};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_trace_id_and_right_parents_across_five_hops() {
     let (_provider, tracer, recorder) = support::provider();
-    let layer = LensLayer::new().with_tracer(tracer.clone());
+    let layer = ServerLayer::new().with_tracer(tracer.clone());
     let client = ClientBuilder::new(reqwest::Client::new())
-        .with(LensMiddleware::new().with_tracer(tracer.clone()))
+        .with(ClientMiddleware::new().with_tracer(tracer.clone()))
         .build();
 
     let c = serve(

@@ -6,8 +6,8 @@ mod support;
 
 use axum::http::HeaderMap;
 use axum::{Router, routing::get};
-use lens_axum::{LensLayer, RequestContext};
-use lens_reqwest::LensMiddleware;
+use lens_axum::{RequestContext, ServerLayer};
+use lens_reqwest::ClientMiddleware;
 use opentelemetry::Context;
 use opentelemetry::trace::TraceContextExt;
 use reqwest_middleware::ClientBuilder;
@@ -18,7 +18,7 @@ const REQUESTS: u64 = 500;
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn five_hundred_requests_keep_their_own_trace() {
     let (_p, tracer, _recorder) = support::provider();
-    let layer = LensLayer::new().with_tracer(tracer.clone());
+    let layer = ServerLayer::new().with_tracer(tracer.clone());
     // The downstream service answers with the trace id it received.
     let downstream = serve(
         Router::new()
@@ -32,7 +32,7 @@ async fn five_hundred_requests_keep_their_own_trace() {
     )
     .await;
     let client = ClientBuilder::new(reqwest::Client::new())
-        .with(LensMiddleware::new().with_tracer(tracer))
+        .with(ClientMiddleware::new().with_tracer(tracer))
         .build();
     let front = serve(
         Router::new()

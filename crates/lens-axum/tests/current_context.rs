@@ -4,7 +4,7 @@
 mod support;
 
 use axum::{Router, routing::get};
-use lens_axum::{LensLayer, RequestContext};
+use lens_axum::{RequestContext, ServerLayer};
 use opentelemetry::Context;
 use opentelemetry::trace::{SpanKind, TraceContextExt};
 use support::{serve, span};
@@ -23,7 +23,7 @@ async fn handler_sees_the_server_span_as_current_and_through_the_extractor() {
     let addr = serve(
         Router::new()
             .route("/", get(handler))
-            .layer(LensLayer::new().with_tracer(tracer)),
+            .layer(ServerLayer::new().with_tracer(tracer)),
     )
     .await;
     let body = reqwest::Client::new()

@@ -5,7 +5,7 @@
 mod support;
 
 use axum::{Router, routing::get};
-use lens_axum::{LensLayer, RequestContext};
+use lens_axum::{RequestContext, ServerLayer};
 use lens_core::LensContextExt;
 use lens_core::policy::{InboundDecision, InboundPolicy};
 use opentelemetry::trace::{SpanId, SpanKind, TraceId};
@@ -27,9 +27,11 @@ async fn run(
 ) -> (String, String, opentelemetry_sdk::trace::SpanData) {
     let (_p, tracer, recorder) = support::provider();
     let addr = serve(
-        Router::new()
-            .route("/", get(handler))
-            .layer(LensLayer::new().with_tracer(tracer).with_policy(policy)),
+        Router::new().route("/", get(handler)).layer(
+            ServerLayer::new()
+                .with_tracer(tracer)
+                .with_inbound_policy(policy),
+        ),
     )
     .await;
     let mut req = reqwest::Client::new()
@@ -100,9 +102,9 @@ async fn trust_private_networks_trusts_loopback_peers() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let app = Router::new().route("/", get(handler)).layer(
-        LensLayer::new()
+        ServerLayer::new()
             .with_tracer(tracer)
-            .with_policy(InboundPolicy::trust_private_networks()),
+            .with_inbound_policy(InboundPolicy::trust_private_networks()),
     );
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let body = reqwest::Client::new()

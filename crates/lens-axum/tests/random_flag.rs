@@ -7,7 +7,7 @@ mod support;
 use std::collections::HashMap;
 
 use axum::{Router, routing::get};
-use lens_axum::LensLayer;
+use lens_axum::ServerLayer;
 use lens_core::{MapCarrier, inject_context};
 use opentelemetry_sdk::trace::Sampler;
 use support::serve;
@@ -19,7 +19,7 @@ async fn outgoing() -> String {
     map.remove("traceparent").unwrap_or_default()
 }
 
-async fn send(layer: LensLayer, traceparent: Option<&str>) -> String {
+async fn send(layer: ServerLayer, traceparent: Option<&str>) -> String {
     let addr = serve(Router::new().route("/", get(outgoing)).layer(layer)).await;
     let mut req = reqwest::Client::new().get(format!("http://{addr}/"));
     if let Some(tp) = traceparent {
@@ -36,7 +36,7 @@ fn flags(tp: &str) -> &str {
 async fn random_and_sampled_comes_out_again() {
     let (_p, tracer, _r) = support::provider();
     let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-03";
-    let out = send(LensLayer::new().with_tracer(tracer), Some(tp)).await;
+    let out = send(ServerLayer::new().with_tracer(tracer), Some(tp)).await;
     assert_eq!(&out[3..35], support::TRACE_ID);
     assert_eq!(flags(&out), "03");
 }
@@ -46,7 +46,7 @@ async fn random_but_not_sampled_comes_out_again() {
     // The parent-based sampler drops the span; the SDK gives dropped spans flags 00.
     let (_p, tracer, _r) = support::provider();
     let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-02";
-    let out = send(LensLayer::new().with_tracer(tracer), Some(tp)).await;
+    let out = send(ServerLayer::new().with_tracer(tracer), Some(tp)).await;
     assert_eq!(&out[3..35], support::TRACE_ID);
     assert_ne!(&out[36..52], "00f067aa0ba902b7");
     assert_eq!(flags(&out), "02");
@@ -56,7 +56,7 @@ async fn random_but_not_sampled_comes_out_again() {
 async fn no_random_flag_is_invented_for_a_remote_trace() {
     let (_p, tracer, _r) = support::provider();
     let out = send(
-        LensLayer::new().with_tracer(tracer),
+        ServerLayer::new().with_tracer(tracer),
         Some(support::TRACEPARENT),
     )
     .await;
@@ -66,10 +66,10 @@ async fn no_random_flag_is_invented_for_a_remote_trace() {
 #[tokio::test]
 async fn new_traces_are_marked_random_unless_turned_off() {
     let (_p, tracer, _r) = support::provider();
-    let out = send(LensLayer::new().with_tracer(tracer.clone()), None).await;
+    let out = send(ServerLayer::new().with_tracer(tracer.clone()), None).await;
     assert_eq!(flags(&out), "03");
     let out = send(
-        LensLayer::new()
+        ServerLayer::new()
             .with_tracer(tracer)
             .with_random_flag_on_new_traces(false),
         None,
@@ -81,6 +81,6 @@ async fn new_traces_are_marked_random_unless_turned_off() {
 #[tokio::test]
 async fn unsampled_new_traces_are_still_random() {
     let (_p, tracer, _r) = support::provider_with(Sampler::AlwaysOff);
-    let out = send(LensLayer::new().with_tracer(tracer), None).await;
+    let out = send(ServerLayer::new().with_tracer(tracer), None).await;
     assert_eq!(flags(&out), "02");
 }

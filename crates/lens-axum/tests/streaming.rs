@@ -8,7 +8,7 @@ use std::convert::Infallible;
 use axum::body::Body;
 use axum::{Router, routing::get};
 use bytes::Bytes;
-use lens_axum::LensLayer;
+use lens_axum::ServerLayer;
 use opentelemetry::trace::SpanKind;
 use support::{serve, span};
 use tokio::sync::mpsc;
@@ -33,7 +33,7 @@ async fn span_ends_after_the_last_chunk() {
                     }
                 }),
             )
-            .layer(LensLayer::new().with_tracer(tracer)),
+            .layer(ServerLayer::new().with_tracer(tracer)),
     )
     .await;
 

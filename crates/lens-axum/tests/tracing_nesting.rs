@@ -4,7 +4,7 @@
 mod support;
 
 use axum::{Router, routing::get};
-use lens_axum::LensLayer;
+use lens_axum::ServerLayer;
 use opentelemetry::trace::SpanKind;
 use support::{serve, span};
 use tracing::Instrument;
@@ -28,7 +28,7 @@ async fn tracing_spans_nest_under_the_server_span() {
     let addr = serve(
         Router::new()
             .route("/", get(handler))
-            .layer(LensLayer::new().with_tracer(tracer)),
+            .layer(ServerLayer::new().with_tracer(tracer)),
     )
     .await;
     reqwest::Client::new()

@@ -2,7 +2,7 @@
 use std::net::SocketAddr;
 
 use axum::{Router, routing::get};
-use lens_axum::{LensLayer, RequestContext};
+use lens_axum::{RequestContext, ServerLayer};
 
 async fn hello(cx: RequestContext) -> String {
     format!("trace {:?}", cx.trace_id()) // the SERVER span is also Context::current()
@@ -12,7 +12,7 @@ async fn hello(cx: RequestContext) -> String {
 async fn main() -> std::io::Result<()> {
     let app = Router::new()
         .route("/hello", get(hello))
-        .layer(LensLayer::new());
+        .layer(ServerLayer::new());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
     axum::serve(
         listener,

@@ -14,8 +14,8 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use lens_axum::LensLayer;
-use lens_reqwest::LensMiddleware;
+use lens_axum::ServerLayer;
+use lens_reqwest::ClientMiddleware;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use reqwest_middleware::ClientWithMiddleware;
@@ -73,14 +73,14 @@ pub(crate) fn router(provider: &SdkTracerProvider) -> Router {
             .build()
             .unwrap_or_default(),
     )
-    .with(LensMiddleware::new().with_tracer(tracer.clone()))
+    .with(ClientMiddleware::new().with_tracer(tracer.clone()))
     .build();
     Router::new()
         .fallback(move |method: Method, body: Bytes| {
             let client = client.clone();
             async move { handle(&client, &method, &body).await }
         })
-        .layer(LensLayer::new().with_tracer(tracer))
+        .layer(ServerLayer::new().with_tracer(tracer))
 }
 
 async fn serve(addr: SocketAddr) -> std::io::Result<()> {

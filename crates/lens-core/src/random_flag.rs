@@ -80,13 +80,29 @@ pub fn context_with_span<S>(parent: &Context, span: S, new_traces_random: bool) 
 where
     S: Span + Send + Sync + 'static,
 {
+    context_with_span_in(parent, parent, span, new_traces_random)
+}
+
+/// `base` with `span` (started under `parent`) as its current span, the span showing the random
+/// flag when the trace of `parent` has it: for a span parented on one Context but made current
+/// in another (a Ray-style remote call keeps the caller's Context, with the carrier's span as
+/// parent).
+pub fn context_with_span_in<S>(
+    base: &Context,
+    parent: &Context,
+    span: S,
+    new_traces_random: bool,
+) -> Context
+where
+    S: Span + Send + Sync + 'static,
+{
     if trace_is_random(parent, new_traces_random) {
         match RandomFlagSpan::wrap(span) {
-            Ok(wrapped) => parent.with_span(wrapped),
-            Err(span) => parent.with_span(span),
+            Ok(wrapped) => base.with_span(wrapped),
+            Err(span) => base.with_span(span),
         }
     } else {
-        parent.with_span(span)
+        base.with_span(span)
     }
 }
 
@@ -163,6 +179,17 @@ pub trait SpanStarter: Send + Sync {
         builder: opentelemetry::trace::SpanBuilder,
         parent: &Context,
         new_traces_random: bool,
+    ) -> Context {
+        self.start_in(builder, parent, parent, new_traces_random)
+    }
+
+    /// `base` with the span of `builder` started under `parent` (see [`context_with_span_in`]).
+    fn start_in(
+        &self,
+        builder: opentelemetry::trace::SpanBuilder,
+        parent: &Context,
+        base: &Context,
+        new_traces_random: bool,
     ) -> Context;
 }
 
@@ -171,13 +198,14 @@ where
     T: opentelemetry::trace::Tracer + Send + Sync,
     T::Span: Send + Sync + 'static,
 {
-    fn start(
+    fn start_in(
         &self,
         builder: opentelemetry::trace::SpanBuilder,
         parent: &Context,
+        base: &Context,
         new_traces_random: bool,
     ) -> Context {
         let span = builder.start_with_context(self, parent);
-        context_with_span(parent, span, new_traces_random)
+        context_with_span_in(base, parent, span, new_traces_random)
     }
 }

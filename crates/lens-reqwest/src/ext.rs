@@ -2,6 +2,7 @@
 
 use lens_core::W3cPropagator;
 use lens_core::policy::OutboundPolicy;
+use lens_span::Propagation;
 use opentelemetry::Context;
 
 use crate::middleware::inject;
@@ -39,7 +40,7 @@ impl RequestBuilderExt for reqwest::RequestBuilder {
     fn inject_context_from(self, cx: &Context) -> Self {
         let mut headers = http::HeaderMap::new();
         inject(
-            None,
+            &Propagation::Lens,
             &OutboundPolicy::send_everywhere(),
             cx,
             "",
@@ -73,5 +74,9 @@ pub fn inject_into_request(
     propagator: Option<&W3cPropagator>,
 ) {
     let host = server_address(request.url()).unwrap_or_default().to_owned();
-    inject(propagator, policy, cx, &host, request.headers_mut());
+    let propagation = match propagator {
+        Some(p) => Propagation::With(std::sync::Arc::new(p.clone())),
+        None => Propagation::Lens,
+    };
+    inject(&propagation, policy, cx, &host, request.headers_mut());
 }

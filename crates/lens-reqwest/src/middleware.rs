@@ -1,4 +1,5 @@
-//! [`LensMiddleware`]: one CLIENT span per attempt, trace context and baggage injected.
+//! [`ClientMiddleware`]: one CLIENT span per attempt, trace context and baggage injected: the
+//! reqwest-middleware glue around lens-span's span lifecycle.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -8,17 +9,21 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll, ready};
 
 use http::Extensions;
-use http::header::HeaderName;
-use lens_core::policy::{OutboundDecision, OutboundPolicy};
-use lens_core::{HeaderCarrier, TRACEPARENT_HEADER, TRACESTATE_HEADER, W3cPropagator};
-use opentelemetry::trace::{SpanBuilder, SpanKind, Status, TraceContextExt, Tracer};
+use lens_core::HeaderCarrier;
+use lens_core::policy::OutboundPolicy;
+use lens_core::semconv::RepeatedText;
+use lens_span::classify::{HttpClientErrors, Outcome};
+use lens_span::lifecycle::ResponseAttributesFn;
+use lens_span::{Adapter, LiveSpan, Propagation, SpanOptions, httpconv, poll_in};
+use opentelemetry::trace::{SpanBuilder, SpanKind};
 use opentelemetry::{Context, KeyValue};
+use opentelemetry_semantic_conventions::attribute::{
+    HTTP_REQUEST_RESEND_COUNT, SERVER_ADDRESS, SERVER_PORT, URL_FULL,
+};
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
 use crate::url::{redacted_url, server_address};
-use lens_core::random_flag::SpanStarter;
-use lens_core::semconv::{RepeatedText, known_http_method};
 
 /// How many times this request has been sent before, kept in the request's `Extensions`,
 /// which retry middleware hands to every attempt, from the second attempt on.
@@ -45,12 +50,17 @@ fn resend_count(extensions: &mut Extensions) -> u32 {
     }
 }
 
+/// The hooks of [`ClientMiddleware`] see the `reqwest::Request` and the `reqwest::Response`.
+struct Reqwest;
+
+impl Adapter for Reqwest {
+    type Request<'a> = Request;
+    type Response<'a> = Response;
+}
+
 #[derive(Clone)]
 struct Config {
-    tracer: Arc<dyn SpanStarter>,
-    propagator: Option<W3cPropagator>,
-    policy: OutboundPolicy,
-    random_flag_on_new_traces: bool,
+    options: SpanOptions<Reqwest, OutboundPolicy>,
     /// The first `server.address` this middleware saw, shared with every span that has the same
     /// one (no string allocated per request for it, none freed in the batch span processor's
     /// thread); other hosts are allocated per request. One value, set once: bounded memory, no
@@ -63,99 +73,78 @@ struct Config {
 /// [`OutboundPolicy`] allows for the destination host.
 ///
 /// Register it after (inside) any retry middleware, so that every attempt gets its own span and
-/// `traceparent`; attempts after the first carry `http.request.resend_count`.
+/// `traceparent`; attempts after the first carry `http.request.resend_count`. A `traceparent`
+/// or `tracestate` already on the request is replaced.
 ///
 /// The parent is the `opentelemetry::Context` stored in the request's extensions
 /// (`.with_extension(cx)`), else [`Context::current()`].
 ///
 /// ```
 /// use lens_core::policy::OutboundPolicy;
-/// use lens_reqwest::LensMiddleware;
+/// use lens_reqwest::ClientMiddleware;
 ///
 /// let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
-///     .with(LensMiddleware::new().with_policy(
-///         OutboundPolicy::send_everywhere().baggage_only_to(["*.internal.example"]),
-///     ))
+///     .with(
+///         ClientMiddleware::new()
+///             .with_outbound_policy(
+///                 OutboundPolicy::send_everywhere().baggage_only_to(["*.internal.example"]),
+///             )
+///             .with_span_name(|req| format!("{} {}", req.method(), req.url().path()).into()),
+///     )
 ///     .build();
 /// # let _ = client;
 /// ```
 #[derive(Clone)]
-pub struct LensMiddleware {
+pub struct ClientMiddleware {
     config: Arc<Config>,
 }
 
-impl fmt::Debug for LensMiddleware {
+impl fmt::Debug for ClientMiddleware {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LensMiddleware")
-            .field("propagator", &self.config.propagator)
-            .field("policy", &self.config.policy)
-            .field(
-                "random_flag_on_new_traces",
-                &self.config.random_flag_on_new_traces,
-            )
+        f.debug_struct("ClientMiddleware")
+            .field("options", &self.config.options)
             .finish_non_exhaustive()
     }
 }
 
-impl Default for LensMiddleware {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl LensMiddleware {
+impl ClientMiddleware {
     /// Sends trace context and baggage to every host (NeMo Lens parity), uses the tracer
-    /// `lens-reqwest` of the global tracer provider as it is when this is called (install the
-    /// provider first, or use [`LensMiddleware::with_tracer`]) and lens's process-wide propagator.
+    /// `lens-reqwest` (this crate's version, the conventions' schema URL) of the global tracer
+    /// provider as it is when this is called (install the provider first, or use
+    /// [`ClientMiddleware::with_tracer`]) and lens's process-wide propagator.
     pub fn new() -> Self {
-        LensMiddleware {
-            config: Arc::new(Config {
-                tracer: Arc::new(opentelemetry::global::tracer("lens-reqwest")),
-                propagator: None,
-                policy: OutboundPolicy::send_everywhere(),
-                random_flag_on_new_traces: true,
-                host_text: RepeatedText::default(),
-            }),
+        let policy = OutboundPolicy::send_everywhere();
+        let options = SpanOptions::global("lens-reqwest", env!("CARGO_PKG_VERSION"), policy);
+        Self::from_config(Config {
+            options,
+            host_text: RepeatedText::default(),
+        })
+    }
+
+    fn from_config(config: Config) -> Self {
+        ClientMiddleware {
+            config: Arc::new(config),
         }
     }
 
-    fn config_mut(&mut self) -> &mut Config {
-        Arc::make_mut(&mut self.config)
+    fn options_mut(&mut self) -> &mut SpanOptions<Reqwest, OutboundPolicy> {
+        &mut Arc::make_mut(&mut self.config).options
     }
 
-    /// Creates spans with this tracer.
-    pub fn with_tracer<T>(mut self, tracer: T) -> Self
-    where
-        T: Tracer + Send + Sync + 'static,
-        T::Span: Send + Sync + 'static,
-    {
-        self.config_mut().tracer = Arc::new(tracer);
-        self
-    }
-
-    /// Decides per destination host what goes out (default: everything everywhere).
-    pub fn with_policy(mut self, policy: OutboundPolicy) -> Self {
-        self.config_mut().policy = policy;
-        self
-    }
-
-    /// Injects with this propagator instead of lens's process-wide one.
-    pub fn with_propagator(mut self, propagator: W3cPropagator) -> Self {
-        self.config_mut().propagator = Some(propagator);
-        self
-    }
-
-    /// Whether a trace this middleware starts (no parent span) is sent with the W3C random flag
-    /// (`02`). On by default, right for opentelemetry_sdk's default random id generator.
-    pub fn with_random_flag_on_new_traces(mut self, on: bool) -> Self {
-        self.config_mut().random_flag_on_new_traces = on;
-        self
-    }
-
-    /// Starts the CLIENT span for `req` and injects its context; returns the span's Context.
-    fn start(&self, req: &mut Request, extensions: &mut Extensions) -> Context {
+    /// Starts the CLIENT span for `req` (unless filtered out) and injects its context (or the
+    /// parent's, or nothing, as the filter says); returns the span.
+    fn start(&self, req: &mut Request, extensions: &mut Extensions) -> Option<LiveSpan> {
         let config = &*self.config;
-        let resend_count = resend_count(extensions);
+        let options = &config.options;
+        let filter = options.filter(req);
+        if !filter.span && !filter.inject {
+            return None;
+        }
+        let resend_count = if filter.span {
+            resend_count(extensions)
+        } else {
+            0
+        };
         // The request's Context by reference (no clone of it), else the current one.
         let current;
         let parent = match extensions.get::<Context>() {
@@ -165,122 +154,75 @@ impl LensMiddleware {
                 &current
             }
         };
+        let host = server_address(req.url());
+        let decision = options.policy.decide(host.unwrap_or_default());
+        if !filter.span {
+            options
+                .propagation
+                .inject(decision, parent, &mut HeaderCarrier(req.headers_mut()));
+            return None;
+        }
 
-        let method = known_http_method(req.method());
         let url = req.url();
-        let host = server_address(url);
         // Method, url.full, server.address and server.port, with room for the status code and
         // error.type set at the end: the span's vector never grows.
         let mut attributes = Vec::with_capacity(6);
-        attributes.push(KeyValue::new(
-            "http.request.method",
-            method.unwrap_or("_OTHER"),
-        ));
-        if method.is_none() {
-            attributes.push(KeyValue::new(
-                "http.request.method_original",
-                req.method().as_str().to_owned(),
-            ));
-        }
-        attributes.push(KeyValue::new("url.full", redacted_url(url)));
+        let method = httpconv::push_method(&mut attributes, req.method());
+        attributes.push(KeyValue::new(URL_FULL, redacted_url(url)));
         if let Some(host) = host {
-            attributes.push(KeyValue::new(
-                "server.address",
-                config.host_text.value(host),
-            ));
+            attributes.push(KeyValue::new(SERVER_ADDRESS, config.host_text.value(host)));
         }
         if let Some(port) = url.port_or_known_default() {
-            attributes.push(KeyValue::new("server.port", i64::from(port)));
+            attributes.push(KeyValue::new(SERVER_PORT, i64::from(port)));
         }
         if resend_count > 0 {
             attributes.push(KeyValue::new(
-                "http.request.resend_count",
+                HTTP_REQUEST_RESEND_COUNT,
                 i64::from(resend_count),
             ));
         }
-        let decision = config.policy.decide(host.unwrap_or_default());
+        options.request_attributes(req, &mut attributes);
         // The fields set directly: `with_attributes` would collect the vector again.
         let builder = SpanBuilder {
-            name: Cow::Borrowed(method.unwrap_or("HTTP")),
+            name: options.span_name(req, || Cow::Borrowed(method.unwrap_or("HTTP"))),
             span_kind: Some(SpanKind::Client),
             attributes: Some(attributes),
             ..SpanBuilder::default()
         };
-        // The random flag of the trace goes out again (SPEC §1) even where the SDK drops it.
-        let cx = config
-            .tracer
-            .start(builder, parent, config.random_flag_on_new_traces);
-
-        inject_decided(config.propagator.as_ref(), decision, &cx, req.headers_mut());
-        cx
+        let span = options.start(builder, parent);
+        if filter.inject {
+            options.propagation.inject(
+                decision,
+                span.context(),
+                &mut HeaderCarrier(req.headers_mut()),
+            );
+        }
+        Some(span)
     }
 }
+
+lens_span::span_knobs!(
+    ClientMiddleware,
+    request: Request,
+    response: Response,
+    policy: with_outbound_policy(OutboundPolicy),
+    renamed_policy: with_policy
+);
 
 /// Injects `cx` into `headers` as `policy` allows for `host`; a `traceparent`/`tracestate`
 /// already there is replaced (or removed, when `cx` has no valid span) wherever trace context
 /// may go.
 pub(crate) fn inject(
-    propagator: Option<&W3cPropagator>,
+    propagation: &Propagation,
     policy: &OutboundPolicy,
     cx: &Context,
     host: &str,
     headers: &mut http::HeaderMap,
 ) {
-    inject_decided(propagator, policy.decide(host), cx, headers);
+    propagation.inject(policy.decide(host), cx, &mut HeaderCarrier(headers));
 }
 
-/// [`inject`] with the policy's decision made.
-fn inject_decided(
-    propagator: Option<&W3cPropagator>,
-    decision: OutboundDecision,
-    cx: &Context,
-    headers: &mut http::HeaderMap,
-) {
-    // Static names: a `&str` key would be parsed into a header name on every lookup.
-    const TRACEPARENT: HeaderName = HeaderName::from_static(TRACEPARENT_HEADER);
-    const TRACESTATE: HeaderName = HeaderName::from_static(TRACESTATE_HEADER);
-    // Usually there is nothing to remove: a request's headers are empty at this point unless
-    // the caller set some (reqwest adds its defaults later).
-    if decision.trace_context && !headers.is_empty() {
-        headers.remove(&TRACEPARENT);
-        headers.remove(&TRACESTATE);
-    }
-    if decision.trace_context || decision.baggage {
-        let propagator: &W3cPropagator = match propagator {
-            Some(p) => p,
-            None => lens_core::propagator(),
-        };
-        propagator.inject_parts(
-            cx,
-            &mut HeaderCarrier(headers),
-            decision.trace_context,
-            decision.baggage,
-        );
-    }
-}
-
-fn record_outcome(cx: &Context, result: &reqwest_middleware::Result<Response>) {
-    let span = cx.span();
-    match result {
-        Ok(res) => {
-            let status = res.status();
-            span.set_attribute(KeyValue::new(
-                "http.response.status_code",
-                i64::from(status.as_u16()),
-            ));
-            if status.is_client_error() || status.is_server_error() {
-                span.set_attribute(KeyValue::new("error.type", status.as_u16().to_string()));
-                span.set_status(Status::error(""));
-            }
-        }
-        Err(err) => {
-            span.set_attribute(KeyValue::new("error.type", error_type(err)));
-            span.set_status(Status::error(err.to_string()));
-        }
-    }
-    span.end();
-}
-
+/// The `error.type` of a failed attempt: the kind of transport failure.
 fn error_type(err: &reqwest_middleware::Error) -> &'static str {
     match err {
         reqwest_middleware::Error::Middleware(_) => "middleware",
@@ -302,7 +244,8 @@ fn error_type(err: &reqwest_middleware::Error) -> &'static str {
 struct Attempt<'a> {
     inner: Pin<Box<dyn Future<Output = reqwest_middleware::Result<Response>> + Send + 'a>>,
     /// `None` once the outcome is recorded.
-    span: Option<Context>,
+    span: Option<LiveSpan>,
+    response_attributes: Option<Arc<ResponseAttributesFn<Reqwest>>>,
 }
 
 impl Future for Attempt<'_> {
@@ -310,16 +253,18 @@ impl Future for Attempt<'_> {
 
     fn poll(mut self: Pin<&mut Self>, task: &mut TaskContext<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
-        let result = match &this.span {
-            Some(cx) => {
-                let _guard = cx.clone().attach();
-                ready!(this.inner.as_mut().poll(task))
+        let inner = &mut this.inner;
+        let result = ready!(poll_in(&mut this.span, true, || inner.as_mut().poll(task)));
+        if let Some(span) = this.span.take() {
+            match &result {
+                Ok(res) => {
+                    httpconv::record_status(&span, res.status(), &HttpClientErrors);
+                    if let Some(hook) = &this.response_attributes {
+                        hook(res, &span.span());
+                    }
+                }
+                Err(err) => span.record(Outcome::failure(error_type(err), err.to_string())),
             }
-            // Polled again after completion: the inner future decides what that means.
-            None => return this.inner.as_mut().poll(task),
-        };
-        if let Some(cx) = this.span.take() {
-            record_outcome(&cx, &result);
         }
         Poll::Ready(result)
     }
@@ -327,8 +272,8 @@ impl Future for Attempt<'_> {
 
 /// `Middleware::handle` written out (the trait is declared with `async_trait`): the span is
 /// started, the context injected and the next middleware called before the boxed future is
-/// made, so that the future holds only the inner future and the Context, not the request.
-impl Middleware for LensMiddleware {
+/// made, so that the future holds only the inner future and the span, not the request.
+impl Middleware for ClientMiddleware {
     fn handle<'life0, 'life1, 'life2, 'async_trait>(
         &'life0 self,
         mut req: Request,
@@ -341,11 +286,15 @@ impl Middleware for LensMiddleware {
         'life2: 'async_trait,
         Self: 'async_trait,
     {
-        let cx = self.start(&mut req, extensions);
+        let span = self.start(&mut req, extensions);
         let inner = next.run(req, extensions);
+        if span.is_none() {
+            return inner;
+        }
         Box::pin(Attempt {
             inner,
-            span: Some(cx),
+            span,
+            response_attributes: self.config.options.response_attributes.clone(),
         })
     }
 }

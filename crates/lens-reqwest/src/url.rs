@@ -1,43 +1,7 @@
 //! URL attributes: `url.full` with credentials redacted, `server.address`.
 
+use lens_span::redact::{has_sensitive_value, push_redacted_query};
 use reqwest::Url;
-
-/// Query parameters whose values never go into `url.full` (compared case-insensitively): the
-/// semantic conventions' list plus common credential names.
-const SENSITIVE_QUERY_KEYS: &[&str] = &[
-    "awsaccesskeyid",
-    "signature",
-    "sig",
-    "x-goog-signature",
-    "x-goog-credential",
-    "x-amz-signature",
-    "x-amz-credential",
-    "x-amz-security-token",
-    "token",
-    "access_token",
-    "refresh_token",
-    "id_token",
-    "key",
-    "api_key",
-    "apikey",
-    "api-key",
-    "secret",
-    "client_secret",
-    "password",
-    "passwd",
-    "pwd",
-    "auth",
-    "authorization",
-    "code",
-];
-
-const REDACTED: &str = "REDACTED";
-
-fn is_sensitive(key: &str) -> bool {
-    SENSITIVE_QUERY_KEYS
-        .iter()
-        .any(|k| k.eq_ignore_ascii_case(key))
-}
 
 /// The host without IPv6 brackets.
 pub(crate) fn server_address(url: &Url) -> Option<&str> {
@@ -50,14 +14,12 @@ pub(crate) fn server_address(url: &Url) -> Option<&str> {
 }
 
 /// `url.full`: user name and password replaced by `REDACTED`, values of sensitive query
-/// parameters replaced by `REDACTED`; otherwise the URL as it is sent.
+/// parameters replaced by `REDACTED` (lens-span's [`redact`](lens_span::redact), as servers'
+/// `url.query`); otherwise the URL as it is sent.
 pub fn redacted_url(url: &Url) -> String {
     let userinfo = !url.username().is_empty() || url.password().is_some();
     let query = url.query();
-    let sensitive_query = query.is_some_and(|q| {
-        q.split('&')
-            .any(|pair| is_sensitive(pair.split_once('=').map_or(pair, |(k, _)| k)))
-    });
+    let sensitive_query = query.is_some_and(has_sensitive_value);
     if !userinfo && !sensitive_query {
         return url.as_str().to_owned();
     }
@@ -77,19 +39,7 @@ pub fn redacted_url(url: &Url) -> String {
     out.push_str(url.path());
     if let Some(q) = query {
         out.push('?');
-        for (i, pair) in q.split('&').enumerate() {
-            if i > 0 {
-                out.push('&');
-            }
-            match pair.split_once('=') {
-                Some((k, _)) if is_sensitive(k) => {
-                    out.push_str(k);
-                    out.push('=');
-                    out.push_str(REDACTED);
-                }
-                _ => out.push_str(pair),
-            }
-        }
+        push_redacted_query(&mut out, q);
     }
     if let Some(fragment) = url.fragment() {
         out.push('#');

@@ -11,7 +11,7 @@ use axum::{Router, routing::get};
 use http::Extensions;
 use lens_core::LensContextExt;
 use lens_core::policy::OutboundPolicy;
-use lens_reqwest::{LensMiddleware, RequestBuilderExt};
+use lens_reqwest::{ClientMiddleware, RequestBuilderExt};
 use opentelemetry::Context;
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer, TracerProvider as _};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracer, SdkTracerProvider, SpanData};
@@ -44,7 +44,7 @@ async fn serve(router: Router) -> SocketAddr {
     addr
 }
 
-fn client(mw: LensMiddleware) -> ClientWithMiddleware {
+fn client(mw: ClientMiddleware) -> ClientWithMiddleware {
     ClientBuilder::new(reqwest::Client::new()).with(mw).build()
 }
 
@@ -72,7 +72,7 @@ async fn client_span_context_replaces_an_existing_traceparent() {
     let (_p, tracer, exporter) = provider();
     let addr = serve(Router::new().route("/", get(echo))).await;
     let parent = parent_context(&tracer);
-    let body = client(LensMiddleware::new().with_tracer(tracer.clone()))
+    let body = client(ClientMiddleware::new().with_tracer(tracer.clone()))
         .get(format!("http://{addr}/"))
         .header(
             "traceparent",
@@ -104,7 +104,7 @@ async fn the_current_context_is_the_parent_by_default() {
     let (_p, tracer, exporter) = provider();
     let addr = serve(Router::new().route("/", get(echo))).await;
     let parent = parent_context(&tracer);
-    let fut = client(LensMiddleware::new().with_tracer(tracer.clone()))
+    let fut = client(ClientMiddleware::new().with_tracer(tracer.clone()))
         .get(format!("http://{addr}/"))
         .send();
     let res = opentelemetry::context::FutureExt::with_context(fut, parent.clone())
@@ -128,7 +128,7 @@ async fn attributes_follow_the_http_client_conventions() {
             .route("/teapot", get(|| async { StatusCode::IM_A_TEAPOT })),
     )
     .await;
-    let c = client(LensMiddleware::new().with_tracer(tracer));
+    let c = client(ClientMiddleware::new().with_tracer(tracer));
     let url = format!("http://user:secret@{addr}/ok?model=x&api_key=sk-123");
     c.get(&url).send().await.unwrap();
     c.get(format!("http://{addr}/teapot")).send().await.unwrap();
@@ -173,7 +173,7 @@ async fn connection_failures_are_errors() {
         .unwrap()
         .local_addr()
         .unwrap();
-    let result = client(LensMiddleware::new().with_tracer(tracer))
+    let result = client(ClientMiddleware::new().with_tracer(tracer))
         .get(format!("http://{addr}/"))
         .send()
         .await;
@@ -228,7 +228,7 @@ async fn every_attempt_gets_its_own_span_and_traceparent() {
     .await;
     let c = ClientBuilder::new(reqwest::Client::new())
         .with(RetryOnce)
-        .with(LensMiddleware::new().with_tracer(tracer.clone()))
+        .with(ClientMiddleware::new().with_tracer(tracer.clone()))
         .build();
     let res = c
         .get(format!("http://{addr}/"))
@@ -264,9 +264,9 @@ async fn baggage_is_not_sent_outside_the_allowlist_while_trace_context_is() {
     let parent = parent_context(&tracer);
     let send = |policy: OutboundPolicy| {
         let c = client(
-            LensMiddleware::new()
+            ClientMiddleware::new()
                 .with_tracer(tracer.clone())
-                .with_policy(policy),
+                .with_outbound_policy(policy),
         );
         let parent = parent.clone();
         async move {

@@ -1,4 +1,4 @@
-//! Unary echo over loopback: bare tonic against tonic with lens (the `LensInterceptor` on the
+//! Unary echo over loopback: bare tonic against tonic with lens (the `ClientInterceptor` on the
 //! client, the `ServerLayer` on the server, spans recorded by an SDK tracer).
 //!
 //! The two are measured A/B alternated: each timed call of one configuration is followed by an
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use lens_testkit::fixtures;
-use lens_tonic::{JsonCodec, LensInterceptor, ServerLayer};
+use lens_tonic::{ClientInterceptor, JsonCodec, ServerLayer};
 use opentelemetry::Context;
 use opentelemetry::trace::{FutureExt, TracerProvider as _};
 use opentelemetry_sdk::trace::SdkTracerProvider;
@@ -95,7 +95,7 @@ where
 }
 
 type Bare = tonic::client::Grpc<Channel>;
-type Lens = tonic::client::Grpc<InterceptedService<Channel, LensInterceptor>>;
+type Lens = tonic::client::Grpc<InterceptedService<Channel, ClientInterceptor>>;
 
 /// The caller's context of every lens call: a sampled remote parent and three baggage entries.
 fn caller_context() -> Context {
@@ -129,14 +129,14 @@ fn bench(c: &mut Criterion) {
         let (l2, a2) = listener().await;
         tokio::spawn(
             Server::builder()
-                .layer(ServerLayer::with_tracer(tracer))
+                .layer(ServerLayer::new().with_tracer(tracer))
                 .add_service(EchoServer)
                 .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(l2)),
         );
         let bare = tonic::client::Grpc::new(connect(a1).await);
         let lens = tonic::client::Grpc::new(InterceptedService::new(
             connect(a2).await,
-            LensInterceptor::new(),
+            ClientInterceptor::new(),
         ));
         (bare, lens, caller_context())
     });
@@ -189,7 +189,7 @@ fn bench(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(2));
     let ok = tower_service_fn();
     let layered = tower_layer::Layer::layer(
-        &ServerLayer::with_tracer(provider.tracer("bench-direct")),
+        &ServerLayer::new().with_tracer(provider.tracer("bench-direct")),
         ok.clone(),
     );
     direct.bench_function("bare_service", |b| {
@@ -235,7 +235,7 @@ fn request_with(cx: Option<&Context>) -> http::Request<()> {
     *http.uri_mut() = http::Uri::from_static(PATH);
     if let Some(cx) = cx {
         let _guard = cx.clone().attach();
-        let request = LensInterceptor::new().call(Request::new(())).unwrap();
+        let request = ClientInterceptor::new().call(Request::new(())).unwrap();
         *http.headers_mut() = request.into_parts().0.into_headers();
     }
     http

@@ -1,88 +1,107 @@
-//! What [`crate::ClientLayer`] and [`crate::ServerLayer`] share: their configuration (tracer,
-//! policy, propagator), the RPC span they start for each call, and the tower plumbing of a layer
-//! and its service.
+//! What [`crate::ClientLayer`] and [`crate::ServerLayer`] share: their configuration (lens-span's
+//! options plus the RPC conventions), what their hooks see, the attributes every call span
+//! starts with, and the tower plumbing of a layer and its service.
 
 use std::sync::Arc;
 
-use lens_core::W3cPropagator;
-use opentelemetry::trace::{Link, SpanKind, TraceContextExt, Tracer};
-use opentelemetry::{Context, KeyValue, Value};
+use http::{HeaderMap, Uri};
+use lens_span::rpc::RpcConventions;
+use lens_span::{Adapter, SpanOptions};
+use opentelemetry::{KeyValue, Value};
+use opentelemetry_semantic_conventions::attribute::{SERVER_ADDRESS, SERVER_PORT};
+use tonic::Code;
 
 use crate::GrpcMethod;
-use crate::status::{RPC_SYSTEM, SERVER_ADDRESS, SERVER_PORT};
 
-/// The configuration of a layer: the tracer, the side's policy `P`, and a propagator that
-/// replaces lens's process-wide one.
-pub(crate) struct CallConfig<T, P> {
-    pub(crate) tracer: Arc<T>,
-    pub(crate) policy: P,
-    pub(crate) propagator: Option<Arc<W3cPropagator>>,
+/// What the filter, the span-name callback and the request-attribute hook of the gRPC layers
+/// see of a call.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct RequestInfo<'a> {
+    /// The method called.
+    pub method: GrpcMethod<'a>,
+    /// The request URI (a path only, on a tonic channel).
+    pub uri: &'a Uri,
+    /// The request metadata, as HTTP/2 headers.
+    pub headers: &'a HeaderMap,
 }
 
-impl<T, P: Clone> Clone for CallConfig<T, P> {
+impl<'a> RequestInfo<'a> {
+    /// The view of `request`.
+    pub(crate) fn of<B>(request: &'a http::Request<B>) -> Self {
+        RequestInfo {
+            method: GrpcMethod::from_path(request.uri().path()),
+            uri: request.uri(),
+            headers: request.headers(),
+        }
+    }
+}
+
+/// What the response-attribute hook of the gRPC layers sees: the call's status, and the headers
+/// or trailers it came in.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct ResponseInfo<'a> {
+    /// The gRPC status code.
+    pub code: Code,
+    /// The response headers (trailers-only responses) or trailers holding `grpc-status`.
+    pub metadata: &'a HeaderMap,
+}
+
+/// The hooks of the gRPC layers see [`RequestInfo`] and [`ResponseInfo`].
+pub(crate) struct Grpc;
+
+impl Adapter for Grpc {
+    type Request<'a> = RequestInfo<'a>;
+    type Response<'a> = ResponseInfo<'a>;
+}
+
+/// The configuration of a layer: lens-span's options with the side's policy `P`, the RPC
+/// conventions (read from the environment when the layer was built), and for clients the
+/// server address given.
+pub(crate) struct CallConfig<P> {
+    pub(crate) options: SpanOptions<Grpc, P>,
+    pub(crate) conventions: RpcConventions,
+    pub(crate) server: Option<(Arc<str>, u16)>,
+}
+
+impl<P: Clone> Clone for CallConfig<P> {
     fn clone(&self) -> Self {
         CallConfig {
-            tracer: Arc::clone(&self.tracer),
-            policy: self.policy.clone(),
-            propagator: self.propagator.clone(),
+            options: self.options.clone(),
+            conventions: self.conventions,
+            server: self.server.clone(),
         }
     }
 }
 
-impl<T, P> CallConfig<T, P> {
-    pub(crate) fn new(tracer: T, policy: P) -> Self {
+impl<P> CallConfig<P> {
+    /// Spans from the global tracer provider (scope `lens-tonic`, this crate's version, the
+    /// conventions' schema URL), conventions from `OTEL_SEMCONV_STABILITY_OPT_IN`.
+    pub(crate) fn new(policy: P) -> Self {
         CallConfig {
-            tracer: Arc::new(tracer),
-            policy,
-            propagator: None,
+            options: SpanOptions::global(crate::TRACER_NAME, env!("CARGO_PKG_VERSION"), policy),
+            conventions: RpcConventions::from_env(),
+            server: None,
         }
     }
 
-    /// The propagator given, else lens's process-wide one.
-    pub(crate) fn propagator(&self) -> &W3cPropagator {
-        match &self.propagator {
-            Some(p) => p,
-            None => lens_core::propagator(),
-        }
+    /// How the span of a call on `side` ends.
+    pub(crate) fn call_end(&self, side: crate::SpanSide) -> crate::CallEnd {
+        crate::CallEnd::new(
+            side,
+            self.conventions,
+            self.options.response_attributes.clone(),
+        )
     }
-}
 
-impl<T, P> CallConfig<T, P>
-where
-    T: Tracer + Send + Sync + 'static,
-    T::Span: Send + Sync + 'static,
-{
-    /// Starts the `kind` span of a call to `method` under `parent` (named
-    /// `{package.Service}/{Method}`, with `rpc.system`, `rpc.service`, `rpc.method` and
-    /// `attributes`); the Context holding it.
-    pub(crate) fn start_span(
-        &self,
-        method: &GrpcMethod<'_>,
-        kind: SpanKind,
-        attributes: Vec<KeyValue>,
-        link: Option<Link>,
-        parent: &Context,
-    ) -> Context {
-        let mut builder = self
-            .tracer
-            .span_builder(method.span_name())
-            .with_kind(kind)
-            .with_attributes(attributes);
-        if let Some(link) = link {
-            builder = builder.with_links(vec![link]);
-        }
-        let span = builder.start_with_context(&*self.tracer, parent);
-        parent.with_span(span)
+    /// The attributes a call span starts with (room for `server.address`, `server.port` and
+    /// the status attributes).
+    pub(crate) fn rpc_attributes(&self, method: &GrpcMethod<'_>) -> Vec<KeyValue> {
+        let mut attributes = Vec::with_capacity(8);
+        method.push_attributes(self.conventions, &mut attributes);
+        attributes
     }
-}
-
-/// The RPC attributes every call span has: `rpc.system` = `grpc`, `rpc.service`, `rpc.method`
-/// (room for `server.address` and `server.port`).
-pub(crate) fn rpc_attributes(method: &GrpcMethod<'_>) -> Vec<KeyValue> {
-    let mut attributes = Vec::with_capacity(5);
-    attributes.push(KeyValue::new(RPC_SYSTEM, "grpc"));
-    method.push_attributes(&mut attributes);
-    attributes
 }
 
 /// Adds `server.address` and `server.port` where known.
@@ -99,20 +118,13 @@ pub(crate) fn push_server_address(
     }
 }
 
-/// `Clone` for the layer `$layer<T> { config }`, `Layer` making `$service<S, T> { inner, config:
-/// Arc<config> }`, and `Clone` and `Debug` for the service.
+/// `Layer` making `$service<S> { inner, config: Arc<config> }` from `$layer { config }`,
+/// `Clone` and `Debug` for the service, the knob of the RPC conventions, and `options_mut` for
+/// lens-span's knobs.
 macro_rules! layer_and_service {
-    ($layer:ident, $service:ident) => {
-        impl<T> Clone for $layer<T> {
-            fn clone(&self) -> Self {
-                $layer {
-                    config: self.config.clone(),
-                }
-            }
-        }
-
-        impl<S, T> tower_layer::Layer<S> for $layer<T> {
-            type Service = $service<S, T>;
+    ($layer:ident, $service:ident, $policy_fn:ident($policy:ty)) => {
+        impl<S> tower_layer::Layer<S> for $layer {
+            type Service = $service<S>;
 
             fn layer(&self, inner: S) -> Self::Service {
                 $service {
@@ -122,7 +134,7 @@ macro_rules! layer_and_service {
             }
         }
 
-        impl<S: Clone, T> Clone for $service<S, T> {
+        impl<S: Clone> Clone for $service<S> {
             fn clone(&self) -> Self {
                 $service {
                     inner: self.inner.clone(),
@@ -131,13 +143,45 @@ macro_rules! layer_and_service {
             }
         }
 
-        impl<S: std::fmt::Debug, T> std::fmt::Debug for $service<S, T> {
+        impl<S: std::fmt::Debug> std::fmt::Debug for $service<S> {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.debug_struct(stringify!($service))
                     .field("inner", &self.inner)
                     .finish_non_exhaustive()
             }
         }
+
+        impl std::fmt::Debug for $layer {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($layer))
+                    .field("options", &self.config.options)
+                    .field("conventions", &self.config.conventions)
+                    .finish_non_exhaustive()
+            }
+        }
+
+        impl $layer {
+            fn options_mut(&mut self) -> &mut lens_span::SpanOptions<crate::call::Grpc, $policy> {
+                &mut self.config.options
+            }
+
+            /// Which RPC semantic conventions the spans follow, instead of what
+            /// `OTEL_SEMCONV_STABILITY_OPT_IN` said when the layer was built.
+            pub fn with_rpc_conventions(
+                mut self,
+                conventions: lens_span::rpc::RpcConventions,
+            ) -> Self {
+                self.config.conventions = conventions;
+                self
+            }
+        }
+
+        lens_span::span_knobs!(
+            $layer,
+            request: crate::RequestInfo<'_>,
+            response: crate::ResponseInfo<'_>,
+            policy: $policy_fn($policy)
+        );
     };
 }
 pub(crate) use layer_and_service;

@@ -5,90 +5,128 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
 use lens_core::W3cPropagator;
-use lens_core::policy::OutboundPolicy;
+use lens_core::policy::{OutboundDecision, OutboundPolicy};
+use lens_span::{FilterDecision, HeaderInjector, Propagation};
 use opentelemetry::Context;
-use opentelemetry::global::{self, BoxedTracer};
-use opentelemetry::trace::{SpanKind, Tracer};
+use opentelemetry::propagation::Injector;
+use opentelemetry::trace::{SpanBuilder, SpanKind};
+use tonic::metadata::MetadataMap;
 use tonic::service::Interceptor;
 use tower_service::Service;
 
-use crate::call::{CallConfig, layer_and_service, push_server_address, rpc_attributes};
+use crate::RequestInfo;
+use crate::call::{CallConfig, layer_and_service, push_server_address};
 use crate::metadata::{MetadataCarrier, set_metadata};
-use crate::response::{CallSpan, ResponseFuture};
+use crate::response::ResponseFuture;
 use crate::status::SpanSide;
-use crate::{GrpcMethod, TRACER_NAME};
+
+type InterceptorFilter = dyn Fn(&tonic::Request<()>) -> FilterDecision + Send + Sync;
 
 /// A tonic [`Interceptor`] that injects the current Context (`traceparent`, `tracestate`,
-/// `baggage`) into each request's metadata.
+/// `baggage`) into each request's metadata, replacing any trace context already there.
 ///
 /// It starts no span: the request carries the caller's current span as parent. Use
 /// [`ClientLayer`] for a CLIENT span per call. An interceptor does not see the destination, so an
-/// [`OutboundPolicy`] is applied for one host given up front ([`LensInterceptor::for_host`]).
+/// [`OutboundPolicy`] is applied for one host given up front ([`ClientInterceptor::for_host`]).
 ///
 /// ```
-/// use lens_tonic::LensInterceptor;
+/// use lens_tonic::ClientInterceptor;
 /// use tonic::service::Interceptor;
 ///
-/// let mut interceptor = LensInterceptor::new();
+/// let mut interceptor = ClientInterceptor::new();
 /// let request = interceptor.call(tonic::Request::new(())).unwrap();
 /// // No span is current here, so nothing was injected.
 /// assert!(request.metadata().get("traceparent").is_none());
 /// ```
-#[derive(Clone, Debug)]
-pub struct LensInterceptor {
-    trace_context: bool,
-    baggage: bool,
-    propagator: Option<Arc<W3cPropagator>>,
+#[derive(Clone)]
+pub struct ClientInterceptor {
+    decision: OutboundDecision,
+    propagation: Propagation,
+    filter: Option<Arc<InterceptorFilter>>,
 }
 
-impl Default for LensInterceptor {
+impl std::fmt::Debug for ClientInterceptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientInterceptor")
+            .field("decision", &self.decision)
+            .field("propagation", &self.propagation)
+            .field("filter", &self.filter.is_some())
+            .finish()
+    }
+}
+
+impl Default for ClientInterceptor {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl LensInterceptor {
+impl ClientInterceptor {
     /// Injects trace context and baggage with lens's process-wide propagator.
     pub fn new() -> Self {
-        LensInterceptor {
-            trace_context: true,
-            baggage: true,
-            propagator: None,
+        ClientInterceptor {
+            decision: OutboundDecision {
+                trace_context: true,
+                baggage: true,
+            },
+            propagation: Propagation::Lens,
+            filter: None,
         }
     }
 
     /// Injects what `policy` allows for `host` (the host this client's channel talks to).
     pub fn for_host(policy: &OutboundPolicy, host: &str) -> Self {
-        let d = policy.decide(host);
-        LensInterceptor {
-            trace_context: d.trace_context,
-            baggage: d.baggage,
-            propagator: None,
+        ClientInterceptor {
+            decision: policy.decide(host),
+            ..Self::new()
         }
     }
 
     /// Uses `propagator` instead of lens's process-wide one.
     pub fn with_propagator(mut self, propagator: W3cPropagator) -> Self {
-        self.propagator = Some(Arc::new(propagator));
+        self.propagation = Propagation::With(Arc::new(propagator));
+        self
+    }
+
+    /// Uses the propagator installed globally in opentelemetry instead of lens's.
+    pub fn with_global_propagator(mut self) -> Self {
+        self.propagation = Propagation::Global;
+        self
+    }
+
+    /// Decides per request whether the context is injected (`false`, or a decision without
+    /// `inject`: the request goes as it is).
+    pub fn with_filter<F, D>(mut self, filter: F) -> Self
+    where
+        F: Fn(&tonic::Request<()>) -> D + Send + Sync + 'static,
+        D: Into<FilterDecision>,
+    {
+        self.filter = Some(Arc::new(move |req: &tonic::Request<()>| filter(req).into()));
         self
     }
 }
 
-impl Interceptor for LensInterceptor {
+impl HeaderInjector for MetadataCarrier<&mut MetadataMap> {
+    fn headers_mut(&mut self) -> &mut http::HeaderMap {
+        self.0.as_mut()
+    }
+    fn injector(&mut self) -> &mut dyn Injector {
+        self
+    }
+}
+
+impl Interceptor for ClientInterceptor {
     fn call(
         &mut self,
         mut request: tonic::Request<()>,
     ) -> Result<tonic::Request<()>, tonic::Status> {
-        if self.trace_context || self.baggage {
-            let propagator = match &self.propagator {
-                Some(p) => p,
-                None => lens_core::propagator(),
-            };
-            let mut carrier = MetadataCarrier(request.metadata_mut());
-            Context::map_current(|cx| {
-                propagator.inject_parts(cx, &mut carrier, self.trace_context, self.baggage);
-            });
+        if let Some(filter) = &self.filter
+            && !filter(&request).inject
+        {
+            return Ok(request);
         }
+        let mut carrier = MetadataCarrier(request.metadata_mut());
+        Context::map_current(|cx| self.propagation.inject(self.decision, cx, &mut carrier));
         Ok(request)
     }
 }
@@ -96,25 +134,25 @@ impl Interceptor for LensInterceptor {
 /// Writes into an HTTP header map with the rules of [`MetadataCarrier`].
 struct GrpcHeaders<'a>(&'a mut http::HeaderMap);
 
-impl opentelemetry::propagation::Injector for GrpcHeaders<'_> {
+impl Injector for GrpcHeaders<'_> {
     fn set(&mut self, key: &str, value: String) {
         set_metadata(self.0, key, value);
     }
 }
 
-/// Where a [`ClientLayer`] sends: the outbound policy and the server address given.
-#[derive(Clone, Debug)]
-struct ClientTarget {
-    outbound: OutboundPolicy,
-    server: Option<(Arc<str>, u16)>,
+impl HeaderInjector for GrpcHeaders<'_> {
+    fn headers_mut(&mut self) -> &mut http::HeaderMap {
+        self.0
+    }
+    fn injector(&mut self) -> &mut dyn Injector {
+        self
+    }
 }
 
-type ClientConfig<T> = CallConfig<T, ClientTarget>;
-
 /// A tower layer for tonic channels: a CLIENT span per call (named `{package.Service}/{Method}`,
-/// with the RPC semantic-convention attributes and `rpc.grpc.status_code`), injected into the
-/// request metadata as the parent of the server's span. Every code but `OK` marks the span as an
-/// error.
+/// with the RPC semantic-convention attributes, see [`lens_span::rpc`]), injected into the
+/// request metadata as the parent of the server's span (replacing any trace context already
+/// there). Every code but `OK` marks the span as an error.
 ///
 /// The parent of the CLIENT span is the Context current when the call is made.
 ///
@@ -128,60 +166,19 @@ type ClientConfig<T> = CallConfig<T, ClientTarget>;
 /// let _client = tonic::client::Grpc::new(channel);
 /// # Ok(()) }
 /// ```
-pub struct ClientLayer<T = BoxedTracer> {
-    config: ClientConfig<T>,
-}
-
-impl<T> std::fmt::Debug for ClientLayer<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientLayer")
-            .field("outbound", &self.config.policy.outbound)
-            .field("server", &self.config.policy.server)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Default for ClientLayer {
-    fn default() -> Self {
-        Self::new()
-    }
+#[derive(Clone)]
+pub struct ClientLayer {
+    config: CallConfig<OutboundPolicy>,
 }
 
 impl ClientLayer {
     /// Spans from the global tracer provider (scope `lens-tonic`, looked up now: install the
-    /// provider first), lens's process-wide propagator, sending to every host.
+    /// provider first), lens's process-wide propagator, sending to every host, the RPC
+    /// conventions `OTEL_SEMCONV_STABILITY_OPT_IN` names now.
     pub fn new() -> Self {
-        Self::with_tracer(global::tracer(TRACER_NAME))
-    }
-}
-
-impl<T> ClientLayer<T>
-where
-    T: Tracer + Send + Sync + 'static,
-    T::Span: Send + Sync + 'static,
-{
-    /// Spans from `tracer`.
-    pub fn with_tracer(tracer: T) -> Self {
-        let target = ClientTarget {
-            outbound: OutboundPolicy::send_everywhere(),
-            server: None,
-        };
         ClientLayer {
-            config: CallConfig::new(tracer, target),
+            config: CallConfig::new(OutboundPolicy::send_everywhere()),
         }
-    }
-
-    /// Decides per destination host what goes out (the request URI's host, else the address
-    /// given to [`ClientLayer::with_server_address`]).
-    pub fn with_outbound_policy(mut self, policy: OutboundPolicy) -> Self {
-        self.config.policy.outbound = policy;
-        self
-    }
-
-    /// Uses `propagator` instead of lens's process-wide one.
-    pub fn with_propagator(mut self, propagator: W3cPropagator) -> Self {
-        self.config.propagator = Some(Arc::new(propagator));
-        self
     }
 
     /// The server's address and port, for `server.address`/`server.port` and the outbound
@@ -189,24 +186,26 @@ where
     /// takes precedence.
     pub fn with_server_address(mut self, host: impl Into<String>, port: u16) -> Self {
         let host: String = host.into();
-        self.config.policy.server = Some((Arc::from(host), port));
+        self.config.server = Some((Arc::from(host), port));
         self
     }
 }
 
 /// The service of [`ClientLayer`].
-pub struct ClientService<S, T = BoxedTracer> {
+pub struct ClientService<S> {
     inner: S,
-    config: Arc<ClientConfig<T>>,
+    config: Arc<CallConfig<OutboundPolicy>>,
 }
 
-layer_and_service!(ClientLayer, ClientService);
+layer_and_service!(
+    ClientLayer,
+    ClientService,
+    with_outbound_policy(OutboundPolicy)
+);
 
-impl<S, T, B, ResB> Service<http::Request<B>> for ClientService<S, T>
+impl<S, B, ResB> Service<http::Request<B>> for ClientService<S>
 where
     S: Service<http::Request<B>, Response = http::Response<ResB>>,
-    T: Tracer + Send + Sync + 'static,
-    T::Span: Send + Sync + 'static,
 {
     type Response = http::Response<crate::ResponseBody<ResB>>;
     type Error = S::Error;
@@ -218,8 +217,14 @@ where
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         let config = &*self.config;
-        let method = GrpcMethod::from_path(request.uri().path());
-        let server = &config.policy.server;
+        let options = &config.options;
+        let info = RequestInfo::of(&request);
+        let method = info.method;
+        let filter = options.filter(&info);
+        if !filter.span && !filter.inject {
+            return ResponseFuture::untraced(self.inner.call(request));
+        }
+        let server = &config.server;
         let (host, port) = match request.uri().authority() {
             Some(a) => (
                 Some(Arc::<str>::from(a.host())),
@@ -230,27 +235,32 @@ where
                 None => (None, None),
             },
         };
+        let decision = options.policy.decide(host.as_deref().unwrap_or(""));
+        if !filter.span {
+            let mut headers = GrpcHeaders(request.headers_mut());
+            Context::map_current(|cx| options.propagation.inject(decision, cx, &mut headers));
+            return ResponseFuture::untraced(self.inner.call(request));
+        }
 
-        let mut attributes = rpc_attributes(&method);
-        push_server_address(&mut attributes, host.clone(), port);
-        let cx = Context::map_current(|parent| {
-            config.start_span(&method, SpanKind::Client, attributes, None, parent)
-        });
-
-        config.policy.outbound.inject_with(
-            config.propagator(),
-            &cx,
-            host.as_deref().unwrap_or(""),
-            &mut GrpcHeaders(request.headers_mut()),
-        );
+        let mut attributes = config.rpc_attributes(&method);
+        push_server_address(&mut attributes, host, port);
+        options.request_attributes(&info, &mut attributes);
+        let builder = SpanBuilder {
+            name: options.span_name(&info, || method.span_name()),
+            span_kind: Some(SpanKind::Client),
+            attributes: Some(attributes),
+            ..SpanBuilder::default()
+        };
+        let span = Context::map_current(|parent| options.start(builder, parent));
+        if filter.inject {
+            options.propagation.inject(
+                decision,
+                span.context(),
+                &mut GrpcHeaders(request.headers_mut()),
+            );
+        }
 
         let future = self.inner.call(request);
-        ResponseFuture::new(
-            future,
-            CallSpan {
-                cx,
-                side: SpanSide::Client,
-            },
-        )
+        ResponseFuture::new(future, span, config.call_end(SpanSide::Client))
     }
 }

@@ -22,11 +22,19 @@
 //! assert_eq!(server_side.span().span_context().trace_id(), cx.span().span_context().trace_id());
 //! ```
 //!
-//! - gRPC clients: [`LensInterceptor`] (a tonic interceptor that injects the current Context into
-//!   request metadata) or [`ClientLayer`] (a tower layer for channels with a CLIENT span per call).
+//! - gRPC clients: [`ClientInterceptor`] (a tonic interceptor that injects the current Context
+//!   into request metadata) or [`ClientLayer`] (a tower layer for channels with a CLIENT span per
+//!   call).
 //! - gRPC servers: [`ServerLayer`]: extraction through lens's [`InboundPolicy`](lens_core::policy::InboundPolicy),
 //!   a SERVER span per call with the RPC semantic-convention attributes, the status code read
 //!   from the response headers or trailers (streaming responses included).
+//! - Both layers run lens-span's span lifecycle, shared with lens-axum and lens-reqwest, with
+//!   the same knobs under the same names (`with_tracer`, `with_propagator`,
+//!   `with_global_propagator`, `with_inbound_policy` / `with_outbound_policy`, `with_filter`,
+//!   `with_span_name`, `with_random_flag_on_new_traces`, `with_request_attributes`,
+//!   `with_response_attributes`) plus `with_rpc_conventions`. The RPC attributes follow
+//!   `OTEL_SEMCONV_STABILITY_OPT_IN` (read when a layer is built): unset, the attributes before
+//!   semantic conventions 1.37; `rpc`, those of 1.42; `rpc/dup`, both (see [`lens_span::rpc`]).
 //! - Metadata: [`MetadataCarrier`] (lowercase keys, ASCII values only, `-bin` keys skipped).
 //! - Ray-style remote calls: [`inject_ray_context`], [`extract_ray_context`], [`RemoteCall`]
 //!   (arguments plus `_otel_carrier`), [`traced_remote_call`], [`dispatch_with_context`].
@@ -46,11 +54,13 @@ pub mod status;
 
 use std::borrow::Cow;
 
+use lens_span::rpc::RpcConventions;
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::{Context, KeyValue};
 use tonic::metadata::MetadataMap;
 
-pub use client::{ClientLayer, ClientService, LensInterceptor};
+pub use call::{RequestInfo, ResponseInfo};
+pub use client::{ClientInterceptor, ClientLayer, ClientService};
 pub use codec::{JsonCodec, JsonDecoder, JsonEncoder};
 pub use error::Error;
 pub use metadata::MetadataCarrier;
@@ -58,9 +68,13 @@ pub use ray::{
     OTEL_CARRIER_FIELD, RAY_TRACER_NAME, RemoteCall, dispatch_with_context, extract_ray_context,
     inject_ray_context, traced_remote_call, traced_remote_call_with_tracer,
 };
-pub use response::{ResponseBody, ResponseFuture};
+pub use response::{CallEnd, ResponseBody, ResponseFuture};
 pub use server::{ServerLayer, ServerService};
 pub use status::SpanSide;
+
+/// The former name of [`ClientInterceptor`].
+#[deprecated(since = "0.2.0", note = "renamed `ClientInterceptor`")]
+pub type LensInterceptor = ClientInterceptor;
 
 /// The instrumentation scope of the client and server spans.
 pub const TRACER_NAME: &str = "lens-tonic";
@@ -120,7 +134,7 @@ impl<'a> GrpcMethod<'a> {
     /// The span name: `{package.Service}/{Method}`, or the path for a path of another shape
     /// (`grpc` when it is empty).
     pub fn span_name(&self) -> Cow<'static, str> {
-        let name = self.path.strip_prefix('/').unwrap_or(self.path);
+        let name = self.full_name();
         if name.is_empty() {
             Cow::Borrowed("grpc")
         } else {
@@ -128,12 +142,12 @@ impl<'a> GrpcMethod<'a> {
         }
     }
 
-    fn push_attributes(&self, attributes: &mut Vec<KeyValue>) {
-        if let Some(service) = self.service {
-            attributes.push(KeyValue::new(status::RPC_SERVICE, service.to_owned()));
-        }
-        if let Some(method) = self.method {
-            attributes.push(KeyValue::new(status::RPC_METHOD, method.to_owned()));
-        }
+    /// `{package.Service}/{Method}` (the path without its leading `/`).
+    pub fn full_name(&self) -> &'a str {
+        self.path.strip_prefix('/').unwrap_or(self.path)
+    }
+
+    fn push_attributes(&self, conventions: RpcConventions, attributes: &mut Vec<KeyValue>) {
+        conventions.push_method(attributes, self.service, self.method, self.full_name());
     }
 }

@@ -5,8 +5,10 @@ use std::borrow::Cow;
 use std::future::Future;
 
 use lens_core::Carrier;
-use opentelemetry::trace::{FutureExt, SpanKind, TraceContextExt, Tracer};
-use opentelemetry::{Context, global};
+use lens_core::random_flag::context_with_span_in;
+use lens_span::{InSpan, LiveSpan};
+use opentelemetry::Context;
+use opentelemetry::trace::{SpanKind, Tracer};
 use serde::{Deserialize, Serialize};
 
 /// The keyword under which NeMo Lens passes the carrier to a remote call.
@@ -139,8 +141,9 @@ pub fn dispatch_with_context<T>(args: T) -> RemoteCall<T> {
 
 /// Runs `future` inside an INTERNAL span named `name` whose parent is the carrier's Context
 /// (NeMo Lens `traced_remote_call`): the span is current while the future is polled and ends
-/// when it completes. The span comes from the global tracer provider, scope
-/// [`RAY_TRACER_NAME`]; `None` for the carrier parents the span on the current Context.
+/// when it completes (or is dropped, or panics: status Error, `error.type` = `panic`). The span
+/// comes from the global tracer provider, scope [`RAY_TRACER_NAME`]; `None` for the carrier
+/// parents the span on the current Context. A trace that the call starts is marked random.
 ///
 /// As in Python (`start_as_current_span(name, context=ctx)`), only the span is taken from the
 /// carrier: the Context current inside the future is the caller's current Context (as it is
@@ -166,7 +169,12 @@ where
     N: Into<Cow<'static, str>>,
     F: Future,
 {
-    traced_remote_call_with_tracer(&global::tracer(RAY_TRACER_NAME), name, carrier, future)
+    traced_remote_call_with_tracer(
+        &lens_span::scope::global_tracer(RAY_TRACER_NAME, env!("CARGO_PKG_VERSION")),
+        name,
+        carrier,
+        future,
+    )
 }
 
 /// [`traced_remote_call`] with the given tracer.
@@ -189,12 +197,9 @@ where
         .start_with_context(tracer, &parent);
     // Python's `start_as_current_span(context=ctx)` parents the span on `ctx` but attaches
     // `set_span_in_context(span)`, i.e. the caller's current context plus the span: the
-    // carrier's baggage does not become current.
-    let cx = Context::current_with_span(span);
-    let run = future.with_context(cx.clone());
-    async move {
-        let out = run.await;
-        cx.span().end();
-        out
-    }
+    // carrier's baggage does not become current. The span shows the trace's random flag (a
+    // `-03` caller stays `-03` on calls made inside), as lens-span's lifecycle does everywhere,
+    // and ends when the future completes, is dropped or panics.
+    let cx = context_with_span_in(&Context::current(), &parent, span, true);
+    InSpan::new(LiveSpan::new(cx), future)
 }

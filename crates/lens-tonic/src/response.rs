@@ -4,76 +4,146 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll, ready};
 
-use http_body::{Body, Frame, SizeHint};
-use opentelemetry::Context;
-use opentelemetry::trace::{Status, TraceContextExt};
+use http::HeaderMap;
+use lens_span::classify::{Classify, GrpcCodes, Outcome};
+use lens_span::lifecycle::ResponseAttributesFn;
+use lens_span::rpc::RpcConventions;
+use lens_span::{BodyEnd, LiveSpan, TracedBody, poll_in};
 use pin_project_lite::pin_project;
+use tonic::Code;
 
-use crate::status::{SpanSide, code_from_http_status, grpc_status, record_code};
+use crate::ResponseInfo;
+use crate::call::Grpc;
+use crate::status::{SpanSide, code_from_http_status, decode_message, grpc_status};
 
-/// The span of one call, until its status is known.
-#[derive(Debug)]
-pub(crate) struct CallSpan {
-    /// The Context holding the call's span (the parent of spans created while handling it).
-    pub(crate) cx: Context,
-    pub(crate) side: SpanSide,
+/// How a call's span ends: from the gRPC status, classified for its side.
+#[derive(Clone)]
+pub struct CallEnd {
+    side: SpanSide,
+    conventions: RpcConventions,
+    response_attributes: Option<Arc<ResponseAttributesFn<Grpc>>>,
 }
 
-impl CallSpan {
-    fn attach(&self) -> Option<opentelemetry::ContextGuard> {
-        // Server spans are current while the handler and its response stream run.
-        (self.side == SpanSide::Server).then(|| self.cx.clone().attach())
+impl std::fmt::Debug for CallEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallEnd")
+            .field("side", &self.side)
+            .field("conventions", &self.conventions)
+            .finish_non_exhaustive()
     }
+}
 
-    fn end(self) {
-        self.cx.span().end();
-    }
-
-    /// Records the status in `headers` (response headers or trailers) and ends the span; `None`
-    /// (the span goes on) when `headers` hold no `grpc-status`.
-    fn finish_with(self, headers: &http::HeaderMap) -> Option<Self> {
-        match grpc_status(headers) {
-            Some(code) => {
-                record_code(&self.cx.span(), self.side, code, headers);
-                self.end();
-                None
-            }
-            None => Some(self),
+impl CallEnd {
+    pub(crate) fn new(
+        side: SpanSide,
+        conventions: RpcConventions,
+        response_attributes: Option<Arc<ResponseAttributesFn<Grpc>>>,
+    ) -> Self {
+        CallEnd {
+            side,
+            conventions,
+            response_attributes,
         }
     }
 
-    fn fail(self, description: &'static str) {
-        self.cx.span().set_status(Status::error(description));
-        self.end();
+    /// Records `code` (found in `metadata`) on the span and ends it: the status attributes of
+    /// the conventions, `error.type` and status Error (with the `grpc-message`) when the side
+    /// counts the code as an error, then the response hook.
+    fn finish(&self, span: LiveSpan, code: Code, metadata: &HeaderMap) {
+        let number = code as i32;
+        {
+            let span_ref = span.span();
+            for attribute in self.conventions.status_attributes(number) {
+                span_ref.set_attribute(attribute);
+            }
+        }
+        if let Outcome::Failure { error_type, .. } = GrpcCodes(self.side.into()).classify(&number) {
+            let description = match metadata.get("grpc-message") {
+                Some(m) if !m.is_empty() => {
+                    format!("{}: {}", code.description(), decode_message(m.as_bytes()))
+                }
+                _ => code.description().to_owned(),
+            };
+            span.record(Outcome::failure(error_type, description));
+        }
+        if let Some(hook) = &self.response_attributes {
+            hook(&ResponseInfo { code, metadata }, &span.span());
+        }
+    }
+
+    /// A call that ended without a status: a client's error.
+    fn no_status(&self, span: LiveSpan) {
+        match self.side {
+            SpanSide::Client => {
+                span.end_with(Outcome::failure("_OTHER", "no grpc-status in the response"))
+            }
+            SpanSide::Server => span.end(),
+        }
     }
 }
+
+impl BodyEnd for CallEnd {
+    fn attach(&self) -> bool {
+        // Server spans are current while the handler's response stream runs.
+        self.side == SpanSide::Server
+    }
+
+    fn trailers(&self, span: LiveSpan, trailers: &HeaderMap) -> Option<LiveSpan> {
+        match grpc_status(trailers) {
+            Some(code) => self.finish(span, code, trailers),
+            None => self.no_status(span),
+        }
+        None
+    }
+
+    fn end_of_stream(&self, span: LiveSpan) {
+        self.no_status(span);
+    }
+}
+
+/// A response body that reads `grpc-status` from the trailers and then ends the call's span.
+///
+/// The span also ends when the body ends without trailers, fails, or is dropped early.
+pub type ResponseBody<B> = TracedBody<B, CallEnd>;
 
 pin_project! {
     /// The response future of [`crate::ClientService`] and [`crate::ServerService`]: resolves to
     /// the inner response with a [`ResponseBody`] that ends the span when the status arrives.
+    /// Dropped before the response (the call cancelled), it ends the span.
     pub struct ResponseFuture<F> {
         #[pin]
         inner: F,
-        span: Option<CallSpan>,
+        span: Option<LiveSpan>,
+        end: Option<CallEnd>,
     }
+}
 
-    impl<F> PinnedDrop for ResponseFuture<F> {
-        fn drop(this: Pin<&mut Self>) {
-            // Cancelled before the response: end the span anyway.
-            if let Some(span) = this.project().span.take() {
-                span.end();
-            }
-        }
+impl<F> std::fmt::Debug for ResponseFuture<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponseFuture")
+            .field("traced", &self.span.is_some())
+            .finish_non_exhaustive()
     }
 }
 
 impl<F> ResponseFuture<F> {
-    pub(crate) fn new(inner: F, span: CallSpan) -> Self {
+    pub(crate) fn new(inner: F, span: LiveSpan, end: CallEnd) -> Self {
         ResponseFuture {
             inner,
             span: Some(span),
+            end: Some(end),
+        }
+    }
+
+    /// A call the filter left untraced.
+    pub(crate) fn untraced(inner: F) -> Self {
+        ResponseFuture {
+            inner,
+            span: None,
+            end: None,
         }
     }
 }
@@ -86,114 +156,40 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let result = {
-            let _guard = this.span.as_ref().and_then(CallSpan::attach);
-            ready!(this.inner.poll(cx))
-        };
+        let attach = this.end.as_ref().is_some_and(BodyEnd::attach);
+        let mut inner = this.inner;
+        let result = ready!(poll_in(this.span, attach, || inner.as_mut().poll(cx)));
         let span = this.span.take();
+        let end = this.end.take();
         match result {
             Ok(response) => {
-                let span = span.and_then(|span| {
-                    let span = span.finish_with(response.headers())?;
-                    // No grpc-status and not HTTP 200: the gRPC HTTP-to-status mapping.
-                    match code_from_http_status(response.status()) {
-                        Some(code) => {
-                            record_code(&span.cx.span(), span.side, code, response.headers());
-                            span.end();
-                            None
+                let span = match (span, &end) {
+                    (Some(span), Some(end)) => {
+                        // A trailers-only response, or no grpc-status and not HTTP 200: the
+                        // gRPC HTTP-to-status mapping.
+                        let code = grpc_status(response.headers())
+                            .or_else(|| code_from_http_status(response.status()));
+                        match code {
+                            Some(code) => {
+                                end.finish(span, code, response.headers());
+                                None
+                            }
+                            None => Some(span),
                         }
-                        None => Some(span),
                     }
+                    (span, _) => span,
+                };
+                let end = end.unwrap_or_else(|| {
+                    CallEnd::new(SpanSide::Server, RpcConventions::LEGACY, None)
                 });
-                Poll::Ready(Ok(response.map(|inner| ResponseBody { inner, span })))
+                Poll::Ready(Ok(response.map(|inner| TracedBody::new(inner, span, end))))
             }
             Err(e) => {
                 if let Some(span) = span {
-                    span.fail("transport error");
+                    span.end_with(Outcome::error_of::<E>("transport error"));
                 }
                 Poll::Ready(Err(e))
             }
         }
-    }
-}
-
-pin_project! {
-    /// A response body that reads `grpc-status` from the trailers and then ends the call's span.
-    ///
-    /// The span also ends when the body ends without trailers, fails, or is dropped early.
-    pub struct ResponseBody<B> {
-        #[pin]
-        inner: B,
-        span: Option<CallSpan>,
-    }
-
-    impl<B> PinnedDrop for ResponseBody<B> {
-        fn drop(this: Pin<&mut Self>) {
-            if let Some(span) = this.project().span.take() {
-                span.end();
-            }
-        }
-    }
-}
-
-impl<B> ResponseBody<B> {
-    /// The wrapped body.
-    pub fn get_ref(&self) -> &B {
-        &self.inner
-    }
-}
-
-impl<B: Body> Body for ResponseBody<B> {
-    type Data = B::Data;
-    type Error = B::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut TaskContext<'_>,
-    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        let this = self.project();
-        let result = {
-            let _guard = this.span.as_ref().and_then(CallSpan::attach);
-            ready!(this.inner.poll_frame(cx))
-        };
-        match &result {
-            Some(Ok(frame)) => {
-                if let Some(trailers) = frame.trailers_ref()
-                    && let Some(span) = this.span.take()
-                {
-                    match span.finish_with(trailers) {
-                        // Trailers without grpc-status.
-                        Some(span) if span.side == SpanSide::Client => {
-                            span.fail("no grpc-status in the response")
-                        }
-                        Some(span) => span.end(),
-                        None => {}
-                    }
-                }
-            }
-            Some(Err(_)) => {
-                if let Some(span) = this.span.take() {
-                    span.fail("response body error");
-                }
-            }
-            None => {
-                if let Some(span) = this.span.take() {
-                    if span.side == SpanSide::Client {
-                        span.fail("no grpc-status in the response");
-                    } else {
-                        span.end();
-                    }
-                }
-            }
-        }
-        Poll::Ready(result)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }

@@ -5,37 +5,36 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
+use lens_core::HeaderCarrier;
 use lens_core::policy::{InboundPolicy, InboundRequest};
-use lens_core::{HeaderCarrier, W3cPropagator};
 use opentelemetry::KeyValue;
-use opentelemetry::global::{self, BoxedTracer};
-use opentelemetry::trace::{Link, SpanKind, Tracer};
+use opentelemetry::trace::{SpanBuilder, SpanKind};
 use tower_service::Service;
 
-use crate::call::{CallConfig, layer_and_service, push_server_address, rpc_attributes};
-use crate::response::{CallSpan, ResponseFuture};
+use crate::RequestInfo;
+use crate::call::{CallConfig, layer_and_service, push_server_address};
+use crate::response::ResponseFuture;
 use crate::status::SpanSide;
-use crate::{GrpcMethod, TRACER_NAME};
-
-type ServerConfig<T> = CallConfig<T, InboundPolicy>;
 
 /// A tower layer for tonic servers (`Server::builder().layer(ServerLayer::new())`).
 ///
 /// For each call it extracts the caller's context from the request metadata through the
 /// [`InboundPolicy`] (trust: the remote span is the parent and baggage is kept; link: a new trace
-/// with a Link to it; ignore), starts a SERVER span named `{package.Service}/{Method}` with
-/// `rpc.system` = `grpc`, `rpc.service`, `rpc.method`, `server.address` and `server.port`, and
-/// makes it current while the handler and its response stream run. The span gets
-/// `rpc.grpc.status_code` from `grpc-status` in the response headers or trailers and ends then;
-/// UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE and DATA_LOSS set its status
-/// to Error.
+/// with a Link to it; ignore), starts a SERVER span named `{package.Service}/{Method}` with the
+/// RPC semantic-convention attributes (see [`lens_span::rpc`] for the
+/// `OTEL_SEMCONV_STABILITY_OPT_IN` choice), `server.address` and `server.port`, and makes it
+/// current while the handler and its response stream run. The span gets the status from
+/// `grpc-status` in the response headers or trailers and ends then; UNKNOWN, DEADLINE_EXCEEDED,
+/// UNIMPLEMENTED, INTERNAL, UNAVAILABLE and DATA_LOSS set its status to Error and `error.type`.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// use lens_core::policy::InboundPolicy;
 /// use lens_tonic::ServerLayer;
 ///
-/// let layer = ServerLayer::new().with_inbound_policy(InboundPolicy::trust_private_networks());
+/// let layer = ServerLayer::new()
+///     .with_inbound_policy(InboundPolicy::trust_private_networks())
+///     .with_filter(|call| call.method.service() != Some("grpc.health.v1.Health"));
 /// tonic::transport::Server::builder()
 ///     .layer(layer)
 ///     // .add_service(...)
@@ -44,64 +43,33 @@ type ServerConfig<T> = CallConfig<T, InboundPolicy>;
 ///     .await?;
 /// # Ok(()) }
 /// ```
-pub struct ServerLayer<T = BoxedTracer> {
-    config: ServerConfig<T>,
-}
-
-impl<T> std::fmt::Debug for ServerLayer<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerLayer")
-            .field("policy", &self.config.policy)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Default for ServerLayer {
-    fn default() -> Self {
-        Self::new()
-    }
+#[derive(Clone)]
+pub struct ServerLayer {
+    config: CallConfig<InboundPolicy>,
 }
 
 impl ServerLayer {
     /// Spans from the global tracer provider (scope `lens-tonic`, looked up now: install the
-    /// provider first), lens's process-wide propagator, every caller trusted.
+    /// provider first), lens's process-wide propagator, every caller trusted, the RPC
+    /// conventions `OTEL_SEMCONV_STABILITY_OPT_IN` names now.
     pub fn new() -> Self {
-        Self::with_tracer(global::tracer(TRACER_NAME))
-    }
-}
-
-impl<T> ServerLayer<T>
-where
-    T: Tracer + Send + Sync + 'static,
-    T::Span: Send + Sync + 'static,
-{
-    /// Spans from `tracer`.
-    pub fn with_tracer(tracer: T) -> Self {
         ServerLayer {
-            config: CallConfig::new(tracer, InboundPolicy::trust_all()),
+            config: CallConfig::new(InboundPolicy::trust_all()),
         }
-    }
-
-    /// Decides per request whether the caller's context is trusted (SPEC.md §7).
-    pub fn with_inbound_policy(mut self, policy: InboundPolicy) -> Self {
-        self.config.policy = policy;
-        self
-    }
-
-    /// Uses `propagator` instead of lens's process-wide one.
-    pub fn with_propagator(mut self, propagator: W3cPropagator) -> Self {
-        self.config.propagator = Some(Arc::new(propagator));
-        self
     }
 }
 
 /// The service of [`ServerLayer`].
-pub struct ServerService<S, T = BoxedTracer> {
+pub struct ServerService<S> {
     inner: S,
-    config: Arc<ServerConfig<T>>,
+    config: Arc<CallConfig<InboundPolicy>>,
 }
 
-layer_and_service!(ServerLayer, ServerService);
+layer_and_service!(
+    ServerLayer,
+    ServerService,
+    with_inbound_policy(InboundPolicy)
+);
 
 /// The peer and local addresses tonic's transport records on each request.
 fn connect_info<B>(request: &http::Request<B>) -> (Option<SocketAddr>, Option<SocketAddr>) {
@@ -141,11 +109,9 @@ fn server_address<B>(
     push_server_address(attributes, host, port);
 }
 
-impl<S, T, B, ResB> Service<http::Request<B>> for ServerService<S, T>
+impl<S, B, ResB> Service<http::Request<B>> for ServerService<S>
 where
     S: Service<http::Request<B>, Response = http::Response<ResB>>,
-    T: Tracer + Send + Sync + 'static,
-    T::Span: Send + Sync + 'static,
 {
     type Response = http::Response<crate::ResponseBody<ResB>>;
     type Error = S::Error;
@@ -157,6 +123,12 @@ where
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let config = &*self.config;
+        let options = &config.options;
+        let info = RequestInfo::of(&request);
+        let method = info.method;
+        if !options.filter(&info).span {
+            return ResponseFuture::untraced(self.inner.call(request));
+        }
         let (peer, local) = connect_info(&request);
         let inbound = {
             let carrier = HeaderCarrier(request.headers());
@@ -164,32 +136,26 @@ where
             if let Some(peer) = peer {
                 inbound_request = inbound_request.with_peer(peer.ip());
             }
-            config
-                .policy
-                .extract_with(config.propagator(), &inbound_request)
+            options
+                .propagation
+                .extract(&options.policy, &inbound_request)
         };
 
-        let method = GrpcMethod::from_path(request.uri().path());
-        let mut attributes = rpc_attributes(&method);
+        let mut attributes = config.rpc_attributes(&method);
         server_address(&request, local, &mut attributes);
-        let cx = config.start_span(
-            &method,
-            SpanKind::Server,
-            attributes,
-            inbound.link.map(Link::with_context),
-            &inbound.parent,
-        );
+        options.request_attributes(&info, &mut attributes);
+        let builder = SpanBuilder {
+            name: options.span_name(&info, || method.span_name()),
+            span_kind: Some(SpanKind::Server),
+            attributes: Some(attributes),
+            ..SpanBuilder::default()
+        };
+        let span = options.start_inbound(builder, inbound);
 
         let future = {
-            let _guard = cx.clone().attach();
+            let _guard = span.attach();
             self.inner.call(request)
         };
-        ResponseFuture::new(
-            future,
-            CallSpan {
-                cx,
-                side: SpanSide::Server,
-            },
-        )
+        ResponseFuture::new(future, span, config.call_end(SpanSide::Server))
     }
 }

@@ -1,23 +1,27 @@
 //! gRPC status codes on spans: the `rpc.grpc.status_code` attribute and the span status, per the
 //! OpenTelemetry RPC semantic conventions.
 
+// The legacy keys (semantic conventions before 1.37) are deprecated by those that replace them;
+// they are still written unless `OTEL_SEMCONV_STABILITY_OPT_IN` says `rpc`.
+#![allow(deprecated)]
+
 use http::HeaderMap;
-use opentelemetry::KeyValue;
-use opentelemetry::trace::{SpanRef, Status};
+use lens_span::classify::RpcSide;
+use opentelemetry_semantic_conventions::attribute as semconv;
 use tonic::Code;
 
 /// `rpc.system`.
-pub const RPC_SYSTEM: &str = "rpc.system";
+pub const RPC_SYSTEM: &str = semconv::RPC_SYSTEM;
 /// `rpc.service`.
-pub const RPC_SERVICE: &str = "rpc.service";
+pub const RPC_SERVICE: &str = semconv::RPC_SERVICE;
 /// `rpc.method`.
-pub const RPC_METHOD: &str = "rpc.method";
+pub const RPC_METHOD: &str = semconv::RPC_METHOD;
 /// `rpc.grpc.status_code`.
-pub const RPC_GRPC_STATUS_CODE: &str = "rpc.grpc.status_code";
+pub const RPC_GRPC_STATUS_CODE: &str = semconv::RPC_GRPC_STATUS_CODE;
 /// `server.address`.
-pub const SERVER_ADDRESS: &str = "server.address";
+pub const SERVER_ADDRESS: &str = semconv::SERVER_ADDRESS;
 /// `server.port`.
-pub const SERVER_PORT: &str = "server.port";
+pub const SERVER_PORT: &str = semconv::SERVER_PORT;
 
 /// Which side of the call a span describes: it decides which codes are errors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -30,19 +34,18 @@ pub enum SpanSide {
 }
 
 impl SpanSide {
-    /// Whether `code` sets the span status to Error on this side.
+    /// Whether `code` sets the span status to Error on this side (lens-span's
+    /// [`RpcSide::is_error`]).
     pub fn is_error(self, code: Code) -> bool {
-        match self {
-            SpanSide::Client => code != Code::Ok,
-            SpanSide::Server => matches!(
-                code,
-                Code::Unknown
-                    | Code::DeadlineExceeded
-                    | Code::Unimplemented
-                    | Code::Internal
-                    | Code::Unavailable
-                    | Code::DataLoss
-            ),
+        RpcSide::from(self).is_error(code as i32)
+    }
+}
+
+impl From<SpanSide> for RpcSide {
+    fn from(side: SpanSide) -> Self {
+        match side {
+            SpanSide::Client => RpcSide::Client,
+            SpanSide::Server => RpcSide::Server,
         }
     }
 }
@@ -81,7 +84,7 @@ pub fn code_from_http_status(status: http::StatusCode) -> Option<Code> {
 }
 
 /// Percent-decodes a `grpc-message` (lossy, never fails).
-fn decode_message(raw: &[u8]) -> String {
+pub(crate) fn decode_message(raw: &[u8]) -> String {
     let mut out = Vec::with_capacity(raw.len());
     let mut i = 0;
     while i < raw.len() {
@@ -98,21 +101,6 @@ fn decode_message(raw: &[u8]) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Records `code` on `span`: the `rpc.grpc.status_code` attribute, and the Error status (with the
-/// `grpc-message` of `headers`, when any) when `side` counts the code as an error.
-pub(crate) fn record_code(span: &SpanRef<'_>, side: SpanSide, code: Code, headers: &HeaderMap) {
-    span.set_attribute(KeyValue::new(RPC_GRPC_STATUS_CODE, i64::from(code as i32)));
-    if side.is_error(code) {
-        let description = match headers.get("grpc-message") {
-            Some(m) if !m.is_empty() => {
-                format!("{}: {}", code.description(), decode_message(m.as_bytes()))
-            }
-            _ => code.description().to_owned(),
-        };
-        span.set_status(Status::error(description));
-    }
 }
 
 #[cfg(test)]

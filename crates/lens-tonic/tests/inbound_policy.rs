@@ -6,18 +6,22 @@ mod support;
 
 use lens_core::LensContextExt as _;
 use lens_core::policy::{InboundDecision, InboundPolicy};
-use lens_tonic::{LensInterceptor, ServerLayer};
+use lens_tonic::{ClientInterceptor, ServerLayer};
 use opentelemetry::Context;
 use opentelemetry::trace::{FutureExt, SpanKind, TraceContextExt, Tracer};
 use support::{Spans, channel, serve, unary};
 
 async fn call_with(policy: InboundPolicy) -> (Spans, String) {
     let spans = Spans::new();
-    let addr =
-        serve(ServerLayer::with_tracer(spans.tracer("server")).with_inbound_policy(policy)).await;
+    let addr = serve(
+        ServerLayer::new()
+            .with_tracer(spans.tracer("server"))
+            .with_inbound_policy(policy),
+    )
+    .await;
     let channel = tonic::service::interceptor::InterceptedService::new(
         channel(addr).await,
-        LensInterceptor::new(),
+        ClientInterceptor::new(),
     );
     let mut grpc = tonic::client::Grpc::new(channel);
     let cx = Context::new()

@@ -5,7 +5,7 @@
 mod support;
 
 use lens_core::LensContextExt;
-use lens_tonic::{ClientLayer, LensInterceptor, ServerLayer};
+use lens_tonic::{ClientInterceptor, ClientLayer, ServerLayer};
 use opentelemetry::trace::{FutureExt, SpanKind, TraceContextExt, Tracer};
 use opentelemetry::{Context, Value};
 use support::{Spans, attr, channel, serve, unary};
@@ -14,8 +14,9 @@ use tower_layer::Layer;
 #[tokio::test]
 async fn client_layer_and_server_layer_keep_one_trace() {
     let spans = Spans::new();
-    let addr = serve(ServerLayer::with_tracer(spans.tracer("server"))).await;
-    let channel = ClientLayer::with_tracer(spans.tracer("client"))
+    let addr = serve(ServerLayer::new().with_tracer(spans.tracer("server"))).await;
+    let channel = ClientLayer::new()
+        .with_tracer(spans.tracer("client"))
         .with_server_address("127.0.0.1", addr.port())
         .layer(channel(addr).await);
     let mut grpc = tonic::client::Grpc::new(channel);
@@ -72,10 +73,10 @@ async fn client_layer_and_server_layer_keep_one_trace() {
 #[tokio::test]
 async fn interceptor_injects_the_current_span_as_parent() {
     let spans = Spans::new();
-    let addr = serve(ServerLayer::with_tracer(spans.tracer("server"))).await;
+    let addr = serve(ServerLayer::new().with_tracer(spans.tracer("server"))).await;
     let channel = tonic::service::interceptor::InterceptedService::new(
         channel(addr).await,
-        LensInterceptor::new(),
+        ClientInterceptor::new(),
     );
     let mut grpc = tonic::client::Grpc::new(channel);
 
@@ -109,7 +110,7 @@ async fn interceptor_injects_the_current_span_as_parent() {
 #[tokio::test]
 async fn without_a_caller_context_the_server_starts_a_new_trace() {
     let spans = Spans::new();
-    let addr = serve(ServerLayer::with_tracer(spans.tracer("server"))).await;
+    let addr = serve(ServerLayer::new().with_tracer(spans.tracer("server"))).await;
     let mut grpc = tonic::client::Grpc::new(channel(addr).await);
     unary(&mut grpc, "plain").await.unwrap();
     let server = spans.one(SpanKind::Server);

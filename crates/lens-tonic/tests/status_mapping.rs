@@ -14,15 +14,15 @@ use tower_layer::Layer;
 
 struct Setup {
     spans: Spans,
-    grpc: tonic::client::Grpc<
-        lens_tonic::ClientService<tonic::transport::Channel, opentelemetry_sdk::trace::SdkTracer>,
-    >,
+    grpc: tonic::client::Grpc<lens_tonic::ClientService<tonic::transport::Channel>>,
 }
 
 async fn setup() -> Setup {
     let spans = Spans::new();
-    let addr = serve(ServerLayer::with_tracer(spans.tracer("server"))).await;
-    let channel = ClientLayer::with_tracer(spans.tracer("client")).layer(channel(addr).await);
+    let addr = serve(ServerLayer::new().with_tracer(spans.tracer("server"))).await;
+    let channel = ClientLayer::new()
+        .with_tracer(spans.tracer("client"))
+        .layer(channel(addr).await);
     Setup {
         grpc: tonic::client::Grpc::new(channel),
         spans,

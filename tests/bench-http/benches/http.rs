@@ -3,17 +3,18 @@
 //! several connections). The variants and the fairness rules they follow are in
 //! `support/loopback.rs`.
 //!
-//! * `server/*`: bare axum, axum + `LensLayer`, axum + axum-tracing-opentelemetry's layer
+//! * `server/*`: bare axum, the span floor, axum + `ServerLayer`, axum +
+//!   opentelemetry-instrumentation-tower's layer, axum + axum-tracing-opentelemetry's layer
 //!   (with tracing-opentelemetry); every request sampled, batch span processor into a discarding
 //!   exporter.
-//! * `client/*`: reqwest through reqwest-middleware alone, and through `LensMiddleware`, against
+//! * `client/*`: reqwest through reqwest-middleware alone, and through `ClientMiddleware`, against
 //!   the same bare axum server.
 //!
 //! Criterion measures each variant in its own block; after each group the bench also runs the
 //! variants alternately for `ROUNDS` rounds (each variant once per round; the order rotates from
 //! round to round so that no variant always follows the same one) and prints the median of the
-//! per-round throughput ratios against the group's baseline, so that machine noise hits every
-//! side alike.
+//! per-round throughput ratios against the group's baseline, and against the span floor, so that
+//! machine noise hits every side alike.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 #[path = "support/loopback.rs"]
@@ -63,7 +64,12 @@ fn alternated(c: &mut Criterion, group: &str, variants: &[Variant]) {
             ratios[i].push(times[0] / t);
         }
     }
-    for (v, mut r) in variants.iter().zip(ratios).skip(1) {
+    // The span floor, when measured: the least any OpenTelemetry instrumentation does, and the
+    // reference the issue's targets name (lens's throughput as a share of it, per round).
+    let floor = variants
+        .iter()
+        .position(|v| v.name.starts_with("span_floor"));
+    for (v, mut r) in variants.iter().zip(ratios.iter().cloned()).skip(1) {
         r.sort_by(f64::total_cmp);
         println!(
             "{group}/{}: throughput {:.1}% of {} (median of {ROUNDS} alternated rounds, \
@@ -74,6 +80,29 @@ fn alternated(c: &mut Criterion, group: &str, variants: &[Variant]) {
             100.0 * r[ROUNDS / 4],
             100.0 * r[3 * ROUNDS / 4],
         );
+    }
+    if let Some(f) = floor {
+        for (i, v) in variants.iter().enumerate().skip(1) {
+            if i == f {
+                continue;
+            }
+            // Per round: floor time / variant time (the same rounds as above).
+            let mut r: Vec<f64> = ratios[i]
+                .iter()
+                .zip(&ratios[f])
+                .map(|(variant, floor)| variant / floor)
+                .collect();
+            r.sort_by(f64::total_cmp);
+            println!(
+                "{group}/{}: throughput {:.1}% of {} (median of {ROUNDS} alternated rounds; \
+                 quartiles {:.1}%..{:.1}%)",
+                v.name,
+                100.0 * r[ROUNDS / 2],
+                variants[f].name,
+                100.0 * r[ROUNDS / 4],
+                100.0 * r[3 * ROUNDS / 4],
+            );
+        }
     }
 }
 

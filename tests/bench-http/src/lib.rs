@@ -11,8 +11,8 @@
 //! ```
 //!
 //! * `benches/http.rs`: a hello-world axum handler on 127.0.0.1 under a load generator in the same
-//!   process; bare axum, axum + `lens_axum::LensLayer`, axum + axum-tracing-opentelemetry; and
-//!   reqwest through reqwest-middleware alone or with `lens_reqwest::LensMiddleware` (against a
+//!   process; bare axum, axum + `lens_axum::ServerLayer`, axum + axum-tracing-opentelemetry; and
+//!   reqwest through reqwest-middleware alone or with `lens_reqwest::ClientMiddleware` (against a
 //!   bare server). The variants, and the rules that keep them comparable, are in
 //!   `benches/support/loopback.rs`.
 //! * `benches/per_request.rs`: the same layers driven directly (tower `Service::call`, the

@@ -1,9 +1,9 @@
 //! Scenario HTTP, both directions, one trace each:
 //!
 //! * Python first: harness -> Python `POST /start` (FastAPI, `instrument_fastapi`; sets baggage)
-//!   -> aiohttp (`instrument_aiohttp_client`) -> Rust `POST /relay` (axum + `LensLayer`) -> reqwest
-//!   + `LensMiddleware` -> Python `POST /leaf`.
-//! * Rust first: harness -> Rust `POST /start` (sets baggage) -> reqwest + `LensMiddleware` ->
+//!   -> aiohttp (`instrument_aiohttp_client`) -> Rust `POST /relay` (axum + `ServerLayer`) -> reqwest
+//!   + `ClientMiddleware` -> Python `POST /leaf`.
+//! * Rust first: harness -> Rust `POST /start` (sets baggage) -> reqwest + `ClientMiddleware` ->
 //!   Python `POST /relay` -> aiohttp -> Rust `POST /leaf`.
 //!
 //! The harness's own requests carry no trace context, so each trace starts in the first service.
@@ -18,9 +18,9 @@ use axum::Router;
 use axum::extract::{Json, State};
 use axum::http::StatusCode;
 use axum::routing::post;
-use lens_axum::{LensLayer, RequestContext};
+use lens_axum::{RequestContext, ServerLayer};
 use lens_core::{LensContextExt, W3cPropagator};
-use lens_reqwest::LensMiddleware;
+use lens_reqwest::ClientMiddleware;
 use opentelemetry::Context;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
@@ -148,13 +148,13 @@ pub(crate) async fn run(
         .map_err(Error::http("reqwest client"))?;
     let state = AppState {
         client: ClientBuilder::new(reqwest_client.clone())
-            .with(LensMiddleware::new().with_tracer(tracer.clone()))
+            .with(ClientMiddleware::new().with_tracer(tracer.clone()))
             .build(),
         python_url: Arc::new(OnceLock::new()),
     };
     // The Rust services receive baggage from Python senders, which encode a space as `+`:
     // lens's opt-in for exactly that (SPEC.md §3, `plus_as_space`).
-    let layer = LensLayer::new()
+    let layer = ServerLayer::new()
         .with_tracer(tracer.clone())
         .with_propagator(W3cPropagator::new().with_plus_as_space(true));
     let router = Router::new()

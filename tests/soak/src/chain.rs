@@ -1,5 +1,5 @@
-//! The chain under load: client → front (axum + [`LensLayer`]) → reqwest + [`LensMiddleware`] →
-//! back (axum + [`LensLayer`]), on loopback, every request with its own trace id and baggage.
+//! The chain under load: client → front (axum + [`ServerLayer`]) → reqwest + [`ClientMiddleware`] →
+//! back (axum + [`ServerLayer`]), on loopback, every request with its own trace id and baggage.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -9,9 +9,9 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
-use lens_axum::{LensLayer, RequestContext};
+use lens_axum::{RequestContext, ServerLayer};
 use lens_core::LensContextExt;
-use lens_reqwest::LensMiddleware;
+use lens_reqwest::ClientMiddleware;
 use opentelemetry::Context;
 use opentelemetry::trace::{TraceId, Tracer};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
@@ -139,7 +139,7 @@ impl Chain {
         T: Tracer + Clone + Send + Sync + 'static,
         T::Span: Send + Sync + 'static,
     {
-        let layer = LensLayer::new().with_tracer(tracer.clone());
+        let layer = ServerLayer::new().with_tracer(tracer.clone());
         let back_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let back_addr = back_listener.local_addr()?;
         let back_router = Router::new().route("/back", get(back)).layer(layer.clone());
@@ -152,7 +152,7 @@ impl Chain {
             .build()
             .map_err(|e| SoakError::Client(e.to_string()))?;
         let client = ClientBuilder::new(client)
-            .with(LensMiddleware::new().with_tracer(tracer))
+            .with(ClientMiddleware::new().with_tracer(tracer))
             .build();
         let state = Arc::new(Front {
             client,

@@ -1,5 +1,5 @@
 //! A handler that panics: its SERVER span still ends, with status Error when the application
-//! turns the panic into a 500 (tower-http's `CatchPanicLayer` inside `LensLayer`), and the
+//! turns the panic into a 500 (tower-http's `CatchPanicLayer` inside `ServerLayer`), and the
 //! request's Context does not leak into the next request, nor into other code, on that thread.
 //! Everything runs on one thread (a current-thread runtime), so a leaked Context would show.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -8,7 +8,7 @@ mod support;
 
 use axum::Router;
 use axum::routing::get;
-use lens_axum::{LensLayer, RequestContext};
+use lens_axum::{RequestContext, ServerLayer};
 use lens_core::LensContextExt;
 use opentelemetry::Context;
 use opentelemetry::trace::{SpanKind, Status};
@@ -78,7 +78,7 @@ async fn with_catch_panic_the_server_span_ends_with_status_error() {
         .route("/boom", get(boom))
         .route("/probe", get(probe))
         .layer(CatchPanicLayer::new())
-        .layer(LensLayer::new().with_tracer(tracer));
+        .layer(ServerLayer::new().with_tracer(tracer));
     let addr = support::serve(traced.route("/bare", get(bare))).await;
 
     let (status, _) = get_text(format!("http://{addr}/boom"), Some(TRACEPARENT))
@@ -105,7 +105,7 @@ async fn without_catch_panic_the_span_still_ends_and_nothing_leaks() {
     let traced = Router::new()
         .route("/boom", get(boom))
         .route("/probe", get(probe))
-        .layer(LensLayer::new().with_tracer(tracer));
+        .layer(ServerLayer::new().with_tracer(tracer));
     let addr = support::serve(traced.route("/bare", get(bare))).await;
 
     let result = get_text(format!("http://{addr}/boom"), Some(TRACEPARENT)).await;
@@ -121,7 +121,7 @@ async fn without_catch_panic_the_server_span_ends_with_status_error() {
     let (_provider, tracer, recorder) = support::provider();
     let traced = Router::new()
         .route("/boom", get(boom))
-        .layer(LensLayer::new().with_tracer(tracer));
+        .layer(ServerLayer::new().with_tracer(tracer));
     let addr = support::serve(traced).await;
     let _ = get_text(format!("http://{addr}/boom"), Some(TRACEPARENT)).await;
     let spans = recorder.wait_for(1).await;

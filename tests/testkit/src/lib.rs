@@ -23,6 +23,7 @@
 //!   [`check_context`] / [`check_extract`] against the vectors' descriptions.
 //! - [`active_context`]: the Context a case's `input.active` describes (with real SDK spans).
 //! - [`fixtures`]: the span contexts and baggage the tests and benches use again and again.
+//! - [`suite`]: the behaviour suite every adapter crate runs (one list of scenarios and checks).
 //!
 //! lens-core's own integration tests use it too (a dev-dependency cycle: Cargo links one copy of
 //! lens-core into an integration test, so the types agree). lens-core's unit tests in `src/`
@@ -35,6 +36,7 @@ pub mod active;
 pub mod describe;
 pub mod fixtures;
 pub mod recorder;
+pub mod suite;
 pub mod vectors;
 
 pub use active::active_context;
@@ -43,3 +45,6 @@ pub use describe::{
     check_extract, describe,
 };
 pub use vectors::{Case, b64, cases, cases_of, pairs};
+
+#[doc(hidden)]
+pub use opentelemetry as __otel;

@@ -22,13 +22,13 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use axum::serve::ListenerExt as _;
 use axum::{Json, Router};
-use lens_axum::{LensLayer, RequestContext};
+use lens_axum::{RequestContext, ServerLayer as HttpServerLayer};
 use lens_core::{LensContextExt, extract_context};
 use lens_dist::{
     DistError, Remote, ThreadComm, ThreadGroup, broadcast_trace_context, create_linked_span,
 };
 use lens_nccl::FrameCodec;
-use lens_reqwest::LensMiddleware;
+use lens_reqwest::ClientMiddleware;
 use lens_tonic::{ClientLayer, ClientService, JsonCodec, RemoteCall, ServerLayer};
 use opentelemetry::context::FutureExt as _;
 use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, TraceId, Tracer as _};
@@ -156,13 +156,14 @@ impl Demo {
         let channel = Endpoint::from_shared(format!("http://{trainer_addr}"))
             .map_err(|e| DemoError::Channel(e.to_string()))?
             .connect_lazy();
-        let grpc = ClientLayer::with_tracer(planner.tracer(lens_tonic::TRACER_NAME))
+        let grpc = ClientLayer::new()
+            .with_tracer(planner.tracer(lens_tonic::TRACER_NAME))
             .with_server_address(trainer_addr.ip().to_string(), trainer_addr.port())
             .layer(channel);
         let planner_app = Router::new()
             .route("/plan", post(plan))
             .with_state(grpc)
-            .layer(LensLayer::new().with_tracer(planner.tracer("lens-axum")));
+            .layer(HttpServerLayer::new().with_tracer(planner.tracer("lens-axum")));
         let planner_addr = serve_http(planner_app).await?;
 
         // gateway: axum, calls the planner through reqwest with the lens middleware.
@@ -173,7 +174,7 @@ impl Demo {
         let gateway_app = Router::new()
             .route("/v1/train", post(train))
             .with_state(gateway_state)
-            .layer(LensLayer::new().with_tracer(gateway.tracer("lens-axum")));
+            .layer(HttpServerLayer::new().with_tracer(gateway.tracer("lens-axum")));
         let gateway_addr = serve_http(gateway_app).await?;
 
         let mut services = vec![driver.clone(), gateway, planner, trainer, worker];
@@ -228,7 +229,7 @@ impl Demo {
 
 fn traced_client(tracer: SdkTracer) -> ClientWithMiddleware {
     reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
-        .with(LensMiddleware::new().with_tracer(tracer))
+        .with(ClientMiddleware::new().with_tracer(tracer))
         .build()
 }
 
@@ -310,7 +311,7 @@ async fn train(
 
 // ---- planner ----
 
-type TrainerClient = ClientService<Channel, SdkTracer>;
+type TrainerClient = ClientService<Channel>;
 
 /// `POST /plan`: one training step on the trainer, over gRPC.
 async fn plan(
@@ -413,7 +414,7 @@ async fn serve_trainer(trainer: Trainer, tracer: SdkTracer) -> Result<SocketAddr
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     tokio::spawn(async move {
         let _ = tonic::transport::Server::builder()
-            .layer(ServerLayer::with_tracer(tracer))
+            .layer(ServerLayer::new().with_tracer(tracer))
             .serve_with_incoming(trainer, incoming)
             .await;
     });

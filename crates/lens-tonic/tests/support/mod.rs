@@ -177,7 +177,7 @@ pub fn attr(span: &SpanData, key: &str) -> Option<opentelemetry::Value> {
 }
 
 /// Serves Echo behind `layer` on 127.0.0.1, port 0; returns the address.
-pub async fn serve(layer: ServerLayer<SdkTracer>) -> SocketAddr {
+pub async fn serve(layer: ServerLayer) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {

@@ -11,10 +11,10 @@ use std::task::{Context as TaskContext, Poll, Waker};
 use axum::Router;
 use axum::extract::ConnectInfo;
 use axum::routing::get;
-use lens_axum::LensLayer;
-use lens_reqwest::LensMiddleware;
+use lens_axum::ServerLayer as HttpServerLayer;
+use lens_reqwest::ClientMiddleware;
 use lens_testkit::fixtures;
-use lens_tonic::{LensInterceptor, ServerLayer};
+use lens_tonic::{ClientInterceptor, ServerLayer};
 use opentelemetry::Context;
 use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
 use opentelemetry_sdk::error::OTelSdkResult;
@@ -110,13 +110,13 @@ fn axum_driver(name: &'static str, router: Router) -> Driver {
     }
 }
 
-/// Bare axum, and axum with `LensLayer` (tracer of `provider`).
+/// Bare axum, and axum with `ServerLayer` (tracer of `provider`).
 pub(crate) fn axum_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
     vec![
         axum_driver("axum_bare", hello()),
         axum_driver(
             "axum_lens_layer",
-            hello().layer(LensLayer::new().with_tracer(provider.tracer("bench"))),
+            hello().layer(HttpServerLayer::new().with_tracer(provider.tracer("bench"))),
         ),
     ]
 }
@@ -158,7 +158,7 @@ fn reqwest_driver(
     }
 }
 
-/// reqwest-middleware alone, and with `LensMiddleware` (a sampled parent span in the request's
+/// reqwest-middleware alone, and with `ClientMiddleware` (a sampled parent span in the request's
 /// extensions and no hand-made `traceparent`, as in the loopback bench).
 pub(crate) fn reqwest_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
     use opentelemetry::trace::Tracer as _;
@@ -169,7 +169,7 @@ pub(crate) fn reqwest_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
         .with(Answer)
         .build();
     let lens = reqwest_middleware::ClientBuilder::new(client)
-        .with(LensMiddleware::new().with_tracer(tracer))
+        .with(ClientMiddleware::new().with_tracer(tracer))
         .with(Answer)
         .build();
     vec![
@@ -218,15 +218,15 @@ fn grpc_request() -> http::Request<()> {
     req
 }
 
-/// Bare tonic-style service, and the `LensInterceptor` (client, caller context current) plus the
+/// Bare tonic-style service, and the `ClientInterceptor` (client, caller context current) plus the
 /// `ServerLayer` around it (server): lens's whole per-call work on both sides, without the wire.
 pub(crate) fn grpc_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
     let mut bare = TrailersOnlyOk;
     let mut layered = tower_layer_call(
-        ServerLayer::with_tracer(provider.tracer("bench-server")),
+        ServerLayer::new().with_tracer(provider.tracer("bench-server")),
         TrailersOnlyOk,
     );
-    let mut interceptor = LensInterceptor::new();
+    let mut interceptor = ClientInterceptor::new();
     let caller = caller_context();
     vec![
         Driver {
@@ -283,12 +283,37 @@ pub(crate) fn span_floor_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
     ]
 }
 
-/// Every driver: the pairs (bare, lens), then the span floors.
+/// Every driver: the pairs (bare, lens), the span floors, opentelemetry-instrumentation-tower.
 #[allow(dead_code)]
 pub(crate) fn all(provider: &SdkTracerProvider) -> Vec<Driver> {
     let mut v = axum_drivers(provider);
     v.extend(reqwest_drivers(provider));
     v.extend(grpc_drivers(provider));
     v.extend(span_floor_drivers(provider));
+    v.push(instrumentation_tower_driver(provider));
     v
+}
+
+/// opentelemetry-instrumentation-tower's layer on axum, per request (tracing only; its tracer
+/// comes from the global tracer provider, set to `provider` here).
+#[allow(dead_code)]
+pub(crate) fn instrumentation_tower_driver(provider: &SdkTracerProvider) -> Driver {
+    opentelemetry::global::set_tracer_provider(provider.clone());
+    let layer = opentelemetry_instrumentation_tower::http::server::LayerBuilder::builder()
+        .with_metrics(false)
+        .build()
+        .unwrap_or_else(|e| panic!("opentelemetry-instrumentation-tower layer: {e}"));
+    axum_driver("axum_otel_instrumentation_tower", hello().layer(layer))
+}
+
+/// axum-tracing-opentelemetry's layers on axum, per request: its spans go through the global
+/// tracing subscriber, which the caller installs.
+#[allow(dead_code)]
+pub(crate) fn axum_tracing_opentelemetry_driver() -> Driver {
+    axum_driver(
+        "axum_tracing_opentelemetry",
+        hello()
+            .layer(axum_tracing_opentelemetry::middleware::OtelInResponseLayer)
+            .layer(axum_tracing_opentelemetry::middleware::OtelAxumLayer::default()),
+    )
 }

@@ -8,7 +8,7 @@
 //! * the server variants differ only in the layer on the server; every request carries the same
 //!   sampled `traceparent`, so that lens and axum-tracing-opentelemetry sample every request;
 //! * the client variants talk to the same bare axum server (no layer: the server does no
-//!   trace work for either), differ only in `LensMiddleware`, and carry no hand-made
+//!   trace work for either), differ only in `ClientMiddleware`, and carry no hand-made
 //!   `traceparent` (the parent is the `opentelemetry::Context` in the request's extensions, as
 //!   a real caller's; only lens puts a `traceparent` on the wire);
 //! * the tracing subscriber axum-tracing-opentelemetry needs is filtered as its documented
@@ -21,8 +21,8 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use axum::{Router, routing::get};
-use lens_axum::LensLayer;
-use lens_reqwest::LensMiddleware;
+use lens_axum::ServerLayer;
+use lens_reqwest::ClientMiddleware;
 use opentelemetry::Context;
 use opentelemetry::trace::{TraceContextExt, Tracer, TracerProvider as _};
 use opentelemetry_sdk::error::OTelSdkResult;
@@ -165,8 +165,26 @@ fn install_tracing_subscriber(tracer: SdkTracer) {
     tracing::subscriber::set_global_default(subscriber).unwrap();
 }
 
+/// opentelemetry-instrumentation-tower's server layer: tracing only (lens records no metrics),
+/// spans from a provider of its own. It takes its tracer from the global tracer provider when it
+/// is built, so the provider is installed globally just before (no other variant uses the global
+/// one); it extracts with the global propagator, which the benches set to lens's
+/// (`lens_core::install`), as axum-tracing-opentelemetry does.
+pub(crate) fn instrumentation_tower_layer()
+-> opentelemetry_instrumentation_tower::http::server::Layer {
+    let provider = SdkTracerProvider::builder()
+        .with_span_processor(BatchSpanProcessor::builder(Discard).build())
+        .build();
+    opentelemetry::global::set_tracer_provider(provider);
+    opentelemetry_instrumentation_tower::http::server::LayerBuilder::builder()
+        .with_metrics(false)
+        .build()
+        .unwrap()
+}
+
 /// Bare axum (the baseline), axum + the span floor (a reference: `support/span_floor.rs`),
-/// axum + `LensLayer`, axum + axum-tracing-opentelemetry's layers. Which of them are built is
+/// axum + `ServerLayer`, axum + opentelemetry-instrumentation-tower's layer, axum +
+/// axum-tracing-opentelemetry's layers. Which of them are built is
 /// chosen by `names` (all when empty).
 pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Variant> {
     let wanted = |n: &str| names.is_empty() || names.contains(&n);
@@ -195,11 +213,22 @@ pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
         ));
     }
     if wanted("lens_layer") {
-        let layer = LensLayer::new().with_tracer(tracer("lens-axum"));
+        let layer = ServerLayer::new().with_tracer(tracer("lens-axum"));
         let addr = rt.block_on(serve(hello().layer(layer)));
         out.push(variant(
             rt,
             "lens_layer",
+            client_builder().build(),
+            addr,
+            Context::new(),
+            true,
+        ));
+    }
+    if wanted("otel_instrumentation_tower") {
+        let addr = rt.block_on(serve(hello().layer(instrumentation_tower_layer())));
+        out.push(variant(
+            rt,
+            "otel_instrumentation_tower",
             client_builder().build(),
             addr,
             Context::new(),
@@ -226,7 +255,7 @@ pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
 }
 
 /// reqwest through reqwest-middleware alone (the baseline), with the span floor's middleware (a
-/// reference: `support/span_floor.rs`) and with `LensMiddleware`, all against one bare axum
+/// reference: `support/span_floor.rs`) and with `ClientMiddleware`, all against one bare axum
 /// server; every request's extensions hold a Context with a sampled span.
 pub(crate) fn client_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Variant> {
     let wanted = |n: &str| names.is_empty() || names.contains(&n);
@@ -263,7 +292,7 @@ pub(crate) fn client_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
             rt,
             "lens_middleware",
             client_builder()
-                .with(LensMiddleware::new().with_tracer(tracer))
+                .with(ClientMiddleware::new().with_tracer(tracer))
                 .build(),
             addr,
             parent,

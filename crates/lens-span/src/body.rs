@@ -1,0 +1,119 @@
+//! [`TracedBody`]: a response body that ends its call's span when the body ends.
+
+use std::fmt;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll, ready};
+
+use http::HeaderMap;
+use http_body::{Body, Frame, SizeHint};
+use pin_project_lite::pin_project;
+
+use crate::classify::Outcome;
+use crate::lifecycle::{LiveSpan, poll_in};
+
+/// How a [`TracedBody`] ends its span: what trailers mean, what the end of the stream means.
+pub trait BodyEnd {
+    /// Whether the span's Context is current while the body is polled (a server's response
+    /// stream runs the handler's code).
+    fn attach(&self) -> bool {
+        false
+    }
+
+    /// A trailers frame arrived: record what it says and end the span (`None`), or give the
+    /// span back to go on.
+    fn trailers(&self, span: LiveSpan, trailers: &HeaderMap) -> Option<LiveSpan> {
+        let _ = trailers;
+        Some(span)
+    }
+
+    /// The stream ended with the span still going.
+    fn end_of_stream(&self, span: LiveSpan) {
+        span.end();
+    }
+
+    /// The body failed with an error of type `E`.
+    fn error<E>(&self, span: LiveSpan) {
+        span.end_with(Outcome::error_of::<E>("response body failed"));
+    }
+}
+
+/// A body whose span ends after its last frame ([`BodyEnd`]'s defaults: HTTP).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AtLastFrame;
+
+impl BodyEnd for AtLastFrame {}
+
+pin_project! {
+    /// A response body that ends the call's span when its last frame has been polled, when it
+    /// fails, or when it is dropped (the peer went away), whichever comes first; streaming
+    /// bodies are covered, the span lasts until the stream ends.
+    pub struct TracedBody<B, H = AtLastFrame> {
+        #[pin]
+        inner: B,
+        span: Option<LiveSpan>,
+        end: H,
+    }
+}
+
+impl<B, H> fmt::Debug for TracedBody<B, H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TracedBody")
+            .field("traced", &self.span.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B, H> TracedBody<B, H> {
+    /// `inner`, ending `span` (none: an untraced response) as `end` says.
+    pub fn new(inner: B, span: Option<LiveSpan>, end: H) -> Self {
+        TracedBody { inner, span, end }
+    }
+
+    /// The wrapped body.
+    pub fn get_ref(&self) -> &B {
+        &self.inner
+    }
+}
+
+impl<B: Body, H: BodyEnd> Body for TracedBody<B, H> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let this = self.project();
+        let attach = this.span.is_some() && this.end.attach();
+        let mut inner = this.inner;
+        let result = ready!(poll_in(this.span, attach, || inner.as_mut().poll_frame(cx)));
+        match &result {
+            Some(Ok(frame)) => {
+                if let Some(trailers) = frame.trailers_ref()
+                    && let Some(span) = this.span.take()
+                {
+                    *this.span = this.end.trailers(span, trailers);
+                }
+            }
+            Some(Err(_)) => {
+                if let Some(span) = this.span.take() {
+                    this.end.error::<B::Error>(span);
+                }
+            }
+            None => {
+                if let Some(span) = this.span.take() {
+                    this.end.end_of_stream(span);
+                }
+            }
+        }
+        Poll::Ready(result)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

@@ -1,0 +1,160 @@
+//! `cargo bench -p lens-bench-http --bench allocations`: heap allocations per request (count and
+//! bytes, every thread included: the batch span processor's exports are part of the cost) of
+//! lens's axum layer and reqwest middleware beside the span floor and the peers
+//! (opentelemetry-instrumentation-tower, axum-tracing-opentelemetry), measured by a counting
+//! global allocator over the socket-free drivers of `support/drivers.rs` (every span sampled,
+//! batch span processor into a discarding exporter). Prints one line per driver, and what each
+//! adds to the bare service.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_docs,
+    dead_code
+)]
+
+#[path = "support/drivers.rs"]
+mod drivers;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The system allocator, counting every allocation and its size.
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static BYTES: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call goes to `System` unchanged; the counters are atomics, which neither
+// allocate nor unwind.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        // SAFETY: the caller's contract for `alloc`, passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        // SAFETY: the caller's contract for `alloc_zeroed`, passed on.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract for `dealloc`, passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // A reallocation counts as one allocation of the bytes added.
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        BYTES.fetch_add(
+            new_size.saturating_sub(layout.size()) as u64,
+            Ordering::Relaxed,
+        );
+        // SAFETY: the caller's contract for `realloc`, passed on.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Requests measured per driver (after as many unmeasured ones).
+const REQUESTS: u64 = 20_000;
+
+/// Allocations and bytes per request of `driver`.
+fn measure(driver: &mut drivers::Driver) -> (f64, f64) {
+    for _ in 0..REQUESTS {
+        (driver.run)();
+    }
+    let (a0, b0) = (
+        ALLOCATIONS.load(Ordering::Relaxed),
+        BYTES.load(Ordering::Relaxed),
+    );
+    for _ in 0..REQUESTS {
+        (driver.run)();
+    }
+    let (a1, b1) = (
+        ALLOCATIONS.load(Ordering::Relaxed),
+        BYTES.load(Ordering::Relaxed),
+    );
+    (
+        (a1 - a0) as f64 / REQUESTS as f64,
+        (b1 - b0) as f64 / REQUESTS as f64,
+    )
+}
+
+fn install_tracing_subscriber(provider: &opentelemetry_sdk::trace::SdkTracerProvider) {
+    use opentelemetry::trace::TracerProvider as _;
+    use tracing_subscriber::layer::SubscriberExt;
+    let filter = tracing_subscriber::filter::Targets::new()
+        .with_default(tracing::Level::INFO)
+        .with_target("otel::tracing", tracing::Level::TRACE);
+    let subscriber = tracing_subscriber::registry()
+        .with(
+            tracing_opentelemetry::layer()
+                .with_tracer(provider.tracer("axum-tracing-opentelemetry")),
+        )
+        .with(filter);
+    tracing::subscriber::set_global_default(subscriber).unwrap();
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing to parse.
+    lens_core::install().unwrap();
+    let provider = drivers::provider();
+    install_tracing_subscriber(&provider);
+    let mut axum = drivers::axum_drivers(&provider);
+    let mut reqwest = drivers::reqwest_drivers(&provider);
+    let mut floors = drivers::span_floor_drivers(&provider);
+    let mut peers = [
+        drivers::instrumentation_tower_driver(&provider),
+        drivers::axum_tracing_opentelemetry_driver(),
+    ];
+    // (group, bare driver, traced drivers)
+    let (axum_bare, axum_lens) = axum.split_at_mut(1);
+    let (reqwest_bare, reqwest_lens) = reqwest.split_at_mut(1);
+    let (axum_floor, reqwest_floor) = floors.split_at_mut(1);
+    let groups: [(&str, &mut drivers::Driver, Vec<&mut drivers::Driver>); 2] = [
+        (
+            "server",
+            &mut axum_bare[0],
+            axum_floor
+                .iter_mut()
+                .chain(axum_lens.iter_mut())
+                .chain(peers.iter_mut())
+                .collect(),
+        ),
+        (
+            "client",
+            &mut reqwest_bare[0],
+            reqwest_floor
+                .iter_mut()
+                .chain(reqwest_lens.iter_mut())
+                .collect(),
+        ),
+    ];
+    for (group, bare, traced) in groups {
+        let (bare_allocations, bare_bytes) = measure(bare);
+        println!(
+            "allocations/{group}/{}: {bare_allocations:.1} allocations, {bare_bytes:.0} bytes per request",
+            bare.name
+        );
+        for driver in traced {
+            let (allocations, bytes) = measure(driver);
+            println!(
+                "allocations/{group}/{}: {allocations:.1} allocations, {bytes:.0} bytes per request \
+                 (+{:.1} allocations, +{:.0} bytes over {})",
+                driver.name,
+                allocations - bare_allocations,
+                bytes - bare_bytes,
+                bare.name,
+            );
+        }
+    }
+    let _ = provider.shutdown();
+}
