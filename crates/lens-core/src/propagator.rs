@@ -10,12 +10,10 @@ use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::{SpanContext, TraceContextExt, TraceState};
 
 use crate::Limits;
-use crate::baggage::BaggageList;
+use crate::baggage::{BaggageList, header_from_otel as baggage_header_from_otel};
 use crate::carrier::CarrierError;
 use crate::carrier::json::{JsonLines, parse_propagation_lines};
-use crate::context::{
-    LensState, TraceStateCopy, baggage_from_otel, extract_baggage, extracted_context,
-};
+use crate::context::{LensState, TraceStateCopy, extract_baggage, extracted_context};
 use crate::traceparent::TraceParent;
 use crate::tracestate::{ExtractedTraceState, header_from_otel};
 
@@ -209,9 +207,9 @@ impl W3cPropagator {
                 None => {
                     let b = cx.baggage();
                     if !b.is_empty() {
-                        let list = baggage_from_otel(b, &self.limits);
-                        if !list.is_empty() {
-                            injector.set(BAGGAGE_HEADER, list.header().to_owned());
+                        let header = baggage_header_from_otel(b, &self.limits);
+                        if !header.is_empty() {
+                            injector.set(BAGGAGE_HEADER, header);
                         }
                     }
                 }
@@ -589,4 +587,45 @@ pub fn extract_context(extractor: &dyn Extractor) -> Context {
 /// Extracts into the given Context.
 pub fn extract_context_with(cx: &Context, extractor: &dyn Extractor) -> Context {
     propagator().extract_with_context(cx, extractor)
+}
+
+/// The Context in the bytes of a JSON carrier (NCCL bytes, a Ray-style call's carrier), with the
+/// process-wide propagator (SPEC.md §4, §5): bytes holding a carrier are extracted from an empty
+/// Context (`{}` gives an empty Context); bytes that are not a valid JSON carrier give the
+/// caller's current Context, as NeMo Lens does. The bytes are read in place (see
+/// [`W3cPropagator::extract_json`]).
+///
+/// ```
+/// use lens_core::extract_json_context;
+/// use opentelemetry::trace::TraceContextExt;
+///
+/// let json = br#"{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}"#;
+/// assert!(extract_json_context(json).span().span_context().is_remote());
+/// // Not a JSON object: the caller's Context.
+/// assert!(!extract_json_context(b"[1]").span().span_context().is_valid());
+/// ```
+pub fn extract_json_context(json: &[u8]) -> Context {
+    callers_context_unless(propagator().extract_json(&Context::new(), json).ok())
+}
+
+/// The Context of a JSON carrier already decoded (SPEC.md §5): `Some` is extracted from an empty
+/// Context; `None` (no carrier was sent, or its bytes were rejected) gives the caller's current
+/// Context, as NeMo Lens does.
+///
+/// ```
+/// use lens_core::{Carrier, extract_carrier_context};
+/// use opentelemetry::trace::TraceContextExt;
+///
+/// let mut carrier = Carrier::new();
+/// carrier.insert("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+/// assert!(extract_carrier_context(Some(&carrier)).span().span_context().is_remote());
+/// assert!(!extract_carrier_context(None).span().span_context().is_valid());
+/// ```
+pub fn extract_carrier_context(carrier: Option<&crate::Carrier>) -> Context {
+    callers_context_unless(carrier.map(|carrier| extract_context(carrier)))
+}
+
+/// SPEC.md §5, written once: no carrier, or one that is rejected, means the caller's Context.
+fn callers_context_unless(extracted: Option<Context>) -> Context {
+    extracted.unwrap_or_else(Context::current)
 }

@@ -11,7 +11,7 @@
 use opentelemetry::trace::TraceState;
 
 use crate::Limits;
-use crate::lexical::{split_byte, split_once_byte, trim_ows};
+use crate::lexical::{skip_ows, split_once_byte, trim_ows};
 
 /// Longest key: a first character and up to 255 more.
 const MAX_KEY_LEN: usize = 256;
@@ -194,59 +194,6 @@ impl<'a> MemberSink<'a> for TraceStateList {
     }
 }
 
-/// The one tracestate parser (SPEC §2): validates every member of every line and gives the
-/// members to keep to `sink`, in order, repeated keys left out. `Ok(false)` when the sink
-/// refused a member (parsing stopped there).
-fn parse_members<'a, I, S>(lines: I, limits: &Limits, sink: &mut S) -> Result<bool, TraceStateError>
-where
-    I: IntoIterator<Item = &'a str>,
-    S: MemberSink<'a>,
-{
-    let mut total = 0usize;
-    let mut count = 0usize;
-    for (i, line) in lines.into_iter().enumerate() {
-        total += line.len() + usize::from(i > 0);
-        if total > limits.tracestate_bytes {
-            return Err(TraceStateError::TooLong {
-                len: total,
-                limit: limits.tracestate_bytes,
-            });
-        }
-        sink.line(line);
-        for raw in split_byte(line, b',') {
-            let member = trim_ows(raw);
-            if member.is_empty() {
-                continue;
-            }
-            count += 1;
-            if count > limits.tracestate_members {
-                return Err(TraceStateError::TooManyMembers {
-                    limit: limits.tracestate_members,
-                });
-            }
-            let Some((key, value)) = split_once_byte(member, b'=') else {
-                return Err(TraceStateError::MissingEquals {
-                    member: member.to_owned(),
-                });
-            };
-            if !valid_key(key.as_bytes()) {
-                return Err(TraceStateError::InvalidKey {
-                    key: key.to_owned(),
-                });
-            }
-            if !valid_value(value.as_bytes()) {
-                return Err(TraceStateError::InvalidValue {
-                    value: value.to_owned(),
-                });
-            }
-            if !sink.contains(key) && !sink.push(key, value) {
-                return Ok(false);
-            }
-        }
-    }
-    Ok(true)
-}
-
 /// Most members extract keeps on the stack before it falls back to a [`TraceStateList`].
 const INLINE_MEMBERS: usize = 8;
 
@@ -317,32 +264,30 @@ impl<'a> MemberSink<'a> for InlineMembers<'a> {
     }
 }
 
-#[inline]
-fn is_ows(b: u8) -> bool {
-    b == b' ' || b == b'\t'
-}
-
-/// [`parse_members`] in one pass per line, for extract: the same members accepted, the same
-/// input rejected (`Err(())` where `parse_members` gives an error).
-fn scan_members<'a>(
-    lines: &[&'a str],
-    limits: &Limits,
-    sink: &mut InlineMembers<'a>,
-) -> Result<bool, ()> {
+/// The one tracestate parser (SPEC.md §2): one pass over each line, validating every member and
+/// giving the members to keep to `sink`, in order, repeated keys left out. `Ok(false)` when the
+/// sink refused a member (parsing stopped there).
+fn parse_members<'a, I, S>(lines: I, limits: &Limits, sink: &mut S) -> Result<bool, TraceStateError>
+where
+    I: IntoIterator<Item = &'a str>,
+    S: MemberSink<'a>,
+{
     let mut total = 0usize;
     let mut count = 0usize;
-    for (i, &line) in lines.iter().enumerate() {
+    for (i, line) in lines.into_iter().enumerate() {
+        // Lines are joined by one `,`: every line after the first brings one more byte.
         total += line.len() + usize::from(i > 0);
         if total > limits.tracestate_bytes {
-            return Err(());
+            return Err(TraceStateError::TooLong {
+                len: total,
+                limit: limits.tracestate_bytes,
+            });
         }
         sink.line(line);
         let bytes = line.as_bytes();
         let mut pos = 0;
-        while pos <= bytes.len() {
-            while bytes.get(pos).is_some_and(|&b| is_ows(b)) {
-                pos += 1;
-            }
+        while pos < bytes.len() {
+            pos = skip_ows(bytes, pos);
             match bytes.get(pos) {
                 // An empty member.
                 None => break,
@@ -354,45 +299,18 @@ fn scan_members<'a>(
             }
             count += 1;
             if count > limits.tracestate_members {
-                return Err(());
+                return Err(TraceStateError::TooManyMembers {
+                    limit: limits.tracestate_members,
+                });
             }
-            let key_start = pos;
-            if bytes.get(pos).is_none_or(|&b| class(b) & KEY_START == 0) {
-                return Err(());
-            }
-            pos += 1;
-            while bytes.get(pos).is_some_and(|&b| class(b) & KEY_CHAR != 0) {
-                pos += 1;
-            }
-            if bytes.get(pos) != Some(&b'=') || pos - key_start > MAX_KEY_LEN {
-                return Err(());
-            }
-            let key_end = pos;
-            pos += 1;
-            let value_start = pos;
-            while bytes.get(pos).is_some_and(|&b| class(b) & VALUE_CHAR != 0) {
-                pos += 1;
-            }
-            // Spaces belong to the value, except those that end the member.
-            let mut value_end = pos;
-            while value_end > value_start && bytes.get(value_end - 1) == Some(&b' ') {
-                value_end -= 1;
-            }
-            while bytes.get(pos).is_some_and(|&b| is_ows(b)) {
-                pos += 1;
-            }
-            match bytes.get(pos) {
-                None | Some(b',') => pos += 1,
-                Some(_) => return Err(()),
-            }
-            if value_end == value_start || value_end - value_start > MAX_VALUE_LEN {
-                return Err(());
-            }
-            let (Some(key), Some(value)) = (
-                line.get(key_start..key_end),
-                line.get(value_start..value_end),
-            ) else {
-                return Err(());
+            let member_start = pos;
+            let Some((key, value, next)) = scan_member(bytes, pos) else {
+                return Err(member_error(line, member_start));
+            };
+            pos = next;
+            let (Some(key), Some(value)) = (line.get(key.0..key.1), line.get(value.0..value.1))
+            else {
+                return Err(member_error(line, member_start));
             };
             if !sink.contains(key) && !sink.push(key, value) {
                 return Ok(false);
@@ -400,6 +318,65 @@ fn scan_members<'a>(
         }
     }
     Ok(true)
+}
+
+/// Byte range in a line.
+type Span = (usize, usize);
+
+/// Scans one member starting at `pos` (not a space, tab or `,`): the key's and the value's
+/// offsets and where the next member starts; `None` when the member is invalid.
+#[inline]
+fn scan_member(bytes: &[u8], mut pos: usize) -> Option<(Span, Span, usize)> {
+    let key_start = pos;
+    if class(*bytes.get(pos)?) & KEY_START == 0 {
+        return None;
+    }
+    pos += 1;
+    while bytes.get(pos).is_some_and(|&b| class(b) & KEY_CHAR != 0) {
+        pos += 1;
+    }
+    if bytes.get(pos) != Some(&b'=') || pos - key_start > MAX_KEY_LEN {
+        return None;
+    }
+    let key_end = pos;
+    pos += 1;
+    let value_start = pos;
+    while bytes.get(pos).is_some_and(|&b| class(b) & VALUE_CHAR != 0) {
+        pos += 1;
+    }
+    // Spaces belong to the value, except those that end the member.
+    let mut value_end = pos;
+    while value_end > value_start && bytes.get(value_end - 1) == Some(&b' ') {
+        value_end -= 1;
+    }
+    pos = skip_ows(bytes, pos);
+    match bytes.get(pos) {
+        None | Some(b',') => pos += 1,
+        Some(_) => return None,
+    }
+    if value_end == value_start || value_end - value_start > MAX_VALUE_LEN {
+        return None;
+    }
+    Some(((key_start, key_end), (value_start, value_end), pos))
+}
+
+/// Says what is wrong with the invalid member starting at `start` (only called once
+/// [`scan_member`] refused it): the member runs to the next `,`.
+#[cold]
+fn member_error(line: &str, start: usize) -> TraceStateError {
+    let rest = line.get(start..).unwrap_or_default();
+    let member = trim_ows(split_once_byte(rest, b',').map_or(rest, |(member, _)| member));
+    match split_once_byte(member, b'=') {
+        None => TraceStateError::MissingEquals {
+            member: member.to_owned(),
+        },
+        Some((key, _)) if !valid_key(key.as_bytes()) => TraceStateError::InvalidKey {
+            key: key.to_owned(),
+        },
+        Some((_, value)) => TraceStateError::InvalidValue {
+            value: value.to_owned(),
+        },
+    }
 }
 
 /// The tracestate of a valid traceparent, as extract reads it (SPEC §2, §10).
@@ -422,7 +399,7 @@ impl ExtractedTraceState<'_> {
     /// opentelemetry accepts, at most 8 members) allocates nothing.
     pub(crate) fn parse<'a>(lines: &[&'a str], limits: &Limits) -> ExtractedTraceState<'a> {
         let mut inline = InlineMembers::new();
-        match scan_members(lines, limits, &mut inline) {
+        match parse_members(lines.iter().copied(), limits, &mut inline) {
             Err(_) => ExtractedTraceState::Empty,
             Ok(true) if inline.len == 0 => ExtractedTraceState::Empty,
             Ok(true) => ExtractedTraceState::Otel(inline),

@@ -1,0 +1,117 @@
+//! The percent codec of baggage values (SPEC.md §3): RFC 3986 decoding on extract (a malformed
+//! escape kept as it is, bytes that are not UTF-8 as U+FFFD), encoding of every byte outside the
+//! unreserved set on inject.
+
+use crate::lexical::hex_value;
+
+/// Appends `value` percent-encoded per RFC 3986 to `out`: every byte outside the unreserved set
+/// (`A-Z a-z 0-9 - . _ ~`) as `%XX` with uppercase hex, `%` included, a space as `%20`.
+///
+/// ```
+/// let mut out = String::new();
+/// lens_core::baggage::encode_value("a b%é", &mut out);
+/// assert_eq!(out, "a%20b%25%C3%A9");
+/// ```
+pub fn encode_value(value: &str, out: &mut String) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut rest = value;
+    while !rest.is_empty() {
+        let run = rest
+            .bytes()
+            .position(|b| !is_unreserved(b))
+            .unwrap_or(rest.len());
+        let (plain, tail) = rest.split_at(run);
+        out.push_str(plain);
+        // Encode the reserved bytes up to the next unreserved one; a multi-byte character is
+        // reserved byte by byte, so the cut always lands on a character boundary.
+        let mut used = 0;
+        for b in tail.bytes() {
+            if is_unreserved(b) {
+                break;
+            }
+            out.push('%');
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0x0f)]));
+            used += 1;
+        }
+        rest = tail.get(used..).unwrap_or_default();
+    }
+}
+
+/// Length of `value` once encoded by [`encode_value`].
+pub(crate) fn encoded_len(value: &str) -> usize {
+    value
+        .bytes()
+        .map(|b| if is_unreserved(b) { 1 } else { 3 })
+        .sum()
+}
+
+/// RFC 3986 unreserved: the bytes [`encode_value`] sends as they are.
+pub(crate) const fn is_unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+/// Whether the `%` at `at` starts an escape that [`encode_value`] writes exactly so: two
+/// uppercase hex digits, for a byte outside the unreserved set.
+#[inline]
+pub(crate) fn canonical_escape(bytes: &[u8], at: usize) -> bool {
+    let digit = |i: usize| match bytes.get(i) {
+        Some(&b @ (b'0'..=b'9' | b'A'..=b'F')) => hex_value(b),
+        _ => None,
+    };
+    match (digit(at + 1), digit(at + 2)) {
+        (Some(hi), Some(lo)) => !is_unreserved(hi << 4 | lo),
+        _ => false,
+    }
+}
+
+/// Percent-decodes a raw value (only value octets, so only ASCII) into a `String` of its own:
+/// the decoded value, and whether it is the bytes the escapes stand for (`false`: they were not
+/// UTF-8, and the value holds U+FFFD for them).
+pub(crate) fn decode_value(raw: &str, plus_as_space: bool) -> (String, bool) {
+    // Exactly the decoded length when every `%` starts an escape, so that opentelemetry's
+    // `StringValue` (a boxed str) takes the buffer without shrinking it.
+    let escapes = raw.bytes().filter(|&b| b == b'%').count();
+    let mut bytes = Vec::with_capacity(raw.len().saturating_sub(2 * escapes));
+    decode_into(raw, plus_as_space, &mut bytes);
+    match String::from_utf8(bytes) {
+        Ok(s) => (s, true),
+        Err(e) => (lossy(e.as_bytes()), false),
+    }
+}
+
+/// Appends the percent-decoded bytes of `raw` to `out`; a `%` without two hex digits is kept.
+fn decode_into(raw: &str, plus_as_space: bool, out: &mut Vec<u8>) {
+    let mut rest = raw.as_bytes();
+    // Runs without a `%` (or a `+` to decode) are copied whole.
+    while let Some(at) = rest
+        .iter()
+        .position(|&b| b == b'%' || (plus_as_space && b == b'+'))
+    {
+        let (run, tail) = rest.split_at(at);
+        out.extend_from_slice(run);
+        let (byte, used) = match tail {
+            [b'+', ..] => (b' ', 1),
+            [_, hi, lo, ..] => match (hex_value(*hi), hex_value(*lo)) {
+                (Some(hi), Some(lo)) => (hi << 4 | lo, 3),
+                _ => (b'%', 1),
+            },
+            _ => (b'%', 1),
+        };
+        out.push(byte);
+        rest = tail.get(used..).unwrap_or_default();
+    }
+    out.extend_from_slice(rest);
+}
+
+/// Bytes as UTF-8, each invalid sequence replaced by U+FFFD.
+fn lossy(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 8);
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        if !chunk.invalid().is_empty() {
+            out.push(char::REPLACEMENT_CHARACTER);
+        }
+    }
+    out
+}
