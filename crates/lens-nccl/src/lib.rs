@@ -151,9 +151,5 @@ pub fn deserialize_context(bytes: &[u8]) -> Option<Carrier> {
 /// process-wide propagator ([`lens_core::propagator`]; the defaults unless
 /// [`lens_core::install_propagator`] set others), and read in place: no [`Carrier`] is built.
 pub fn extract_nccl_context(bytes: &[u8]) -> Context {
-    // Reads the header values in place: no `Carrier` is built (SPEC.md §4 decoding still
-    // applies whole, within the process-wide propagator's limits).
-    lens_core::propagator()
-        .extract_json(&Context::new(), bytes)
-        .unwrap_or_else(|_| Context::current())
+    lens_core::extract_json_context(bytes)
 }
