@@ -458,33 +458,26 @@ impl ExtractedTraceState<'_> {
 }
 
 /// The header lens sends for opentelemetry's `TraceState`, when it holds any valid member: the
-/// valid members (lens's grammar), first of each key, joined by `,`.
+/// valid members (lens's grammar), first of each key, joined by `,`. Iterates the `TraceState`
+/// directly (its own `header()` formats every member separately).
 pub(crate) fn header_from_otel(state: &TraceState) -> Option<String> {
+    let size: usize = state.into_iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+    if size == 0 {
+        return None;
+    }
     // Common case: every member valid, no key repeated: the header is the members joined.
-    let mut size = 0usize;
-    let mut members = 0usize;
-    for (k, v) in state {
-        members += 1;
-        if members > Limits::DEFAULT.tracestate_members
-            || !valid_key(k.as_bytes())
+    // opentelemetry's keys are always valid here (its grammar is a subset of SPEC.md §2's), its
+    // values are not (it allows empty ones, control characters, a trailing space).
+    let mut header = String::with_capacity(size - 1);
+    for (members, (k, v)) in state.into_iter().enumerate() {
+        if members >= Limits::DEFAULT.tracestate_members
             || !valid_value(v.as_bytes())
-            || (members > 1
-                && state
-                    .into_iter()
-                    .take(members - 1)
-                    .any(|(prev, _)| prev == k))
+            || state.into_iter().take(members).any(|(prev, _)| prev == k)
         {
             let list = TraceStateList::from_otel(state);
             return (!list.is_empty()).then_some(list.header);
         }
-        size += k.len() + v.len() + 2;
-    }
-    if size == 0 {
-        return None;
-    }
-    let mut header = String::with_capacity(size - 1);
-    for (k, v) in state {
-        if !header.is_empty() {
+        if members > 0 {
             header.push(',');
         }
         header.push_str(k);

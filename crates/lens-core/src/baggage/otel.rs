@@ -3,65 +3,52 @@
 
 use opentelemetry::baggage::{Baggage, BaggageMetadata};
 
+use super::BaggageList;
 use super::member::{properties_len, write_member};
 use super::parse::OTEL_BAGGAGE_MAX;
-use super::percent::encoded_len;
-use super::{BaggageList, member_len};
 use crate::Limits;
 use crate::lexical::is_token;
 
-/// What lens sends of one opentelemetry entry: its properties (trimmed) and their normalized
-/// length, when the key is a token and the properties are valid (SPEC.md §3); `None` otherwise.
-fn sendable<'b>(key: &str, metadata: &'b BaggageMetadata) -> Option<(&'b str, usize)> {
+/// The properties (trimmed) lens sends with one opentelemetry entry, when the key is a token
+/// and the properties are valid (SPEC.md §3); `None` otherwise.
+fn sendable<'b>(key: &str, metadata: &'b BaggageMetadata) -> Option<&'b str> {
     if !is_token(key) {
         return None;
     }
     let properties = metadata.as_str().trim();
-    if properties.is_empty() {
-        return Some((properties, 0));
-    }
-    properties_len(properties).map(|len| (properties, len))
+    (properties.is_empty() || properties_len(properties).is_some()).then_some(properties)
 }
 
 /// The `baggage` header lens sends for opentelemetry's `Baggage`, in its iteration order:
-/// exactly [`list_from_otel`]'s header, written into one String sized once, without building
-/// the list. An entry lens cannot send (a key that is not a token, invalid properties) or that
-/// would break a limit is left out; later entries that fit are still sent.
+/// exactly [`list_from_otel`]'s header, written in one pass into one String sized once, without
+/// building the list. An entry lens cannot send (a key that is not a token, invalid properties)
+/// or that would break a limit is left out; later entries that fit are still sent.
 pub(crate) fn header_from_otel(baggage: &Baggage, limits: &Limits) -> String {
-    // First pass: the exact size of what is sent, so the String is allocated once.
-    let mut size = 0usize;
-    let mut count = 0usize;
-    for (key, (value, metadata)) in baggage {
-        let Some((_, props_len)) = sendable(key.as_str(), metadata) else {
-            continue;
-        };
-        let len = member_len(key.as_str(), encoded_len(value.as_str()), props_len);
-        let new_size = size + usize::from(count > 0) + len;
-        if count >= limits.baggage_members || new_size > limits.baggage_bytes {
-            continue;
-        }
-        size = new_size;
-        count += 1;
-    }
-    let mut header = String::with_capacity(size);
-    if size == 0 {
-        return header;
-    }
-    // Second pass: the same decisions, in the same order (the map is not changed in between).
+    // Room for the longest header the entries can give (every value byte escaped), within the
+    // byte limit: one allocation, no scan of the values.
+    let bound: usize = baggage
+        .iter()
+        .map(|(k, (v, m))| k.as_str().len() + 3 * v.as_str().len() + m.as_str().len() + 2)
+        .sum();
+    let mut header = String::with_capacity(bound.min(limits.baggage_bytes));
     let mut written = 0usize;
     for (key, (value, metadata)) in baggage {
-        let Some((properties, props_len)) = sendable(key.as_str(), metadata) else {
+        let Some(properties) = sendable(key.as_str(), metadata) else {
             continue;
         };
-        let len = member_len(key.as_str(), encoded_len(value.as_str()), props_len);
-        let new_size = header.len() + usize::from(written > 0) + len;
-        if written >= limits.baggage_members || new_size > limits.baggage_bytes {
-            continue;
+        if written >= limits.baggage_members {
+            break;
         }
+        let before = header.len();
         if written > 0 {
             header.push(',');
         }
         write_member(&mut header, key.as_str(), value.as_str(), properties);
+        if header.len() > limits.baggage_bytes {
+            // Too large: left out, as `BaggageList::set` refuses it; a later one may fit.
+            header.truncate(before);
+            continue;
+        }
         written += 1;
     }
     header

@@ -13,7 +13,6 @@ use crate::lexical::hex_value;
 /// assert_eq!(out, "a%20b%25%C3%A9");
 /// ```
 pub fn encode_value(value: &str, out: &mut String) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut rest = value;
     while !rest.is_empty() {
         let run = rest
@@ -29,27 +28,57 @@ pub fn encode_value(value: &str, out: &mut String) {
             if is_unreserved(b) {
                 break;
             }
-            out.push('%');
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0x0f)]));
+            let at = 3 * usize::from(b);
+            out.push_str(ESCAPES.get(at..at + 3).unwrap_or_default());
             used += 1;
         }
         rest = tail.get(used..).unwrap_or_default();
     }
 }
 
+/// `%00%01..%FF`: the escape of byte `b` is `ESCAPES[3 * b..3 * b + 3]`.
+const ESCAPES: &str = {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    const BYTES: [u8; 768] = {
+        let mut t = [0u8; 768];
+        let mut b = 0;
+        while b < 256 {
+            t[3 * b] = b'%';
+            t[3 * b + 1] = HEX[b >> 4];
+            t[3 * b + 2] = HEX[b & 0x0f];
+            b += 1;
+        }
+        t
+    };
+    match std::str::from_utf8(&BYTES) {
+        Ok(s) => s,
+        Err(_) => panic!("escapes are ASCII"),
+    }
+};
+
 /// Length of `value` once encoded by [`encode_value`].
 pub(crate) fn encoded_len(value: &str) -> usize {
-    value
-        .bytes()
-        .map(|b| if is_unreserved(b) { 1 } else { 3 })
-        .sum()
+    value.len() + 2 * value.bytes().filter(|&b| !is_unreserved(b)).count()
 }
 
 /// RFC 3986 unreserved: the bytes [`encode_value`] sends as they are.
+#[inline]
 pub(crate) const fn is_unreserved(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+    UNRESERVED[b as usize]
 }
+
+/// Whether each byte is RFC 3986 unreserved (`A-Z a-z 0-9 - . _ ~`).
+const UNRESERVED: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        // `b < 256`, so the cast is exact.
+        let byte = b as u8;
+        t[b] = byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~');
+        b += 1;
+    }
+    t
+};
 
 /// Whether the `%` at `at` starts an escape that [`encode_value`] writes exactly so: two
 /// uppercase hex digits, for a byte outside the unreserved set.
