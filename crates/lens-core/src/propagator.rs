@@ -12,7 +12,7 @@ use opentelemetry::trace::{SpanContext, TraceContextExt, TraceState};
 use crate::Limits;
 use crate::baggage::{BaggageList, header_from_otel as baggage_header_from_otel};
 use crate::carrier::CarrierError;
-use crate::carrier::json::{JsonLines, parse_propagation_lines};
+use crate::carrier::json::{JsonLines, parse_propagation_lines, write_fields};
 use crate::context::{LensState, TraceStateCopy, extract_baggage, extracted_context};
 use crate::traceparent::TraceParent;
 use crate::tracestate::{ExtractedTraceState, header_from_otel};
@@ -217,6 +217,30 @@ impl W3cPropagator {
         }
     }
 
+    /// Injects `cx` as the bytes of a JSON carrier, appended to `out`: exactly what injecting into
+    /// a [`Carrier`](crate::Carrier) and [`Carrier::write_json`](crate::Carrier::write_json) give
+    /// (Python's `json.dumps` of the carrier, SPEC.md §6; `{}` when nothing is sent), without
+    /// building the `Carrier`.
+    ///
+    /// ```
+    /// use lens_core::{LensContextExt, W3cPropagator};
+    /// use opentelemetry::Context;
+    ///
+    /// let cx = Context::new().with_baggage_entry("job", "pretrain").unwrap();
+    /// let mut out = Vec::new();
+    /// W3cPropagator::new().inject_json(&cx, &mut out);
+    /// assert_eq!(out, br#"{"baggage": "job=pretrain"}"#);
+    /// ```
+    pub fn inject_json(&self, cx: &Context, out: &mut Vec<u8>) {
+        let mut fields = JsonFields([
+            (TRACEPARENT_HEADER, None),
+            (TRACESTATE_HEADER, None),
+            (BAGGAGE_HEADER, None),
+        ]);
+        self.inject_context(cx, &mut fields);
+        write_fields(&fields.0, out);
+    }
+
     /// The remote span context in the carrier, if its traceparent is valid (tracestate included).
     pub fn extract_span_context(&self, extractor: &dyn Extractor) -> Option<SpanContext> {
         let tp = self.traceparent_from(extractor)?;
@@ -396,6 +420,18 @@ impl W3cPropagator {
                 baggage: baggage.as_slice(),
             },
         ))
+    }
+}
+
+/// What inject sets, kept for [`W3cPropagator::inject_json`] in the order a `Carrier` would hold
+/// it (inject sets traceparent, tracestate, baggage, in that order, each at most once).
+struct JsonFields([(&'static str, Option<String>); 3]);
+
+impl Injector for JsonFields {
+    fn set(&mut self, key: &str, value: String) {
+        if let Some((_, slot)) = self.0.iter_mut().find(|(name, _)| *name == key) {
+            *slot = Some(value);
+        }
     }
 }
 

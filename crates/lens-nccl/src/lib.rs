@@ -117,9 +117,10 @@ pub fn serialize_context_from(cx: &Context) -> Vec<u8> {
     out
 }
 
-/// Appends [`serialize_context_from`]'s bytes to `out` (reuse one buffer across calls).
+/// Appends [`serialize_context_from`]'s bytes to `out` (reuse one buffer across calls): the
+/// process-wide propagator writes them straight, without building a [`Carrier`].
 pub fn serialize_context_into(cx: &Context, out: &mut Vec<u8>) {
-    context_carrier(cx).write_json(out);
+    lens_core::propagator().inject_json(cx, out);
 }
 
 /// The carrier lens-core's propagator fills for `cx`: `traceparent`, `tracestate` and

@@ -45,7 +45,10 @@ pub(crate) fn compare(title: &str, mut ops: Vec<Op<'_>>) {
         }
     }
     println!("{title}");
-    println!("  {:<32}      median   / floor (q1-q3)        / lens (q1-q3)", "");
+    println!(
+        "  {:<32}      median   / floor (q1-q3)        / lens (q1-q3)",
+        ""
+    );
     let q = |v: &[f64], f: usize| v[(v.len() - 1) * f / 4];
     let ratios = |i: usize, of: usize| {
         let mut r: Vec<f64> = times[i]

@@ -53,6 +53,31 @@ pub(super) fn write_carrier(entries: &[(String, Lines)], out: &mut Vec<u8>) {
     out.push(b'}');
 }
 
+/// Appends `{"k": "v", ...}` for single-line fields, exactly as [`write_carrier`] writes a carrier
+/// holding them in this order (Python's `json.dumps`); `None` fields are left out.
+pub(crate) fn write_fields(fields: &[(&str, Option<String>)], out: &mut Vec<u8>) {
+    let estimate: usize = fields
+        .iter()
+        .filter_map(|(k, v)| Some(k.len() + v.as_ref()?.len() + 8))
+        .sum();
+    out.reserve(estimate + 2);
+    out.push(b'{');
+    let mut first = true;
+    for (key, value) in fields {
+        let Some(value) = value else {
+            continue;
+        };
+        if !first {
+            out.extend_from_slice(b", ");
+        }
+        first = false;
+        write_string(key, out);
+        out.extend_from_slice(b": ");
+        write_string(value, out);
+    }
+    out.push(b'}');
+}
+
 fn write_u_escape(unit: u32, out: &mut Vec<u8>) {
     out.extend_from_slice(&[
         b'\\',
