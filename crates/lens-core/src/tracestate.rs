@@ -466,11 +466,13 @@ pub(crate) fn header_from_otel(state: &TraceState) -> Option<String> {
         return None;
     }
     // Common case: every member valid, no key repeated: the header is the members joined.
-    // opentelemetry's keys are always valid here (its grammar is a subset of SPEC.md §2's), its
-    // values are not (it allows empty ones, control characters, a trailing space).
-    let mut header = String::with_capacity(size - 1);
+    // opentelemetry's non-empty keys are valid here (its grammar is a subset of SPEC.md §2's,
+    // but it takes an empty key); its values need the full check (it allows empty ones, control
+    // characters, a trailing space).
+    let mut header = String::with_capacity(size.saturating_sub(1));
     for (members, (k, v)) in state.into_iter().enumerate() {
         if members >= Limits::DEFAULT.tracestate_members
+            || k.is_empty()
             || !valid_value(v.as_bytes())
             || state.into_iter().take(members).any(|(prev, _)| prev == k)
         {
