@@ -24,6 +24,11 @@ pub(super) trait Sink {
     /// The position of the kept member with this key and its length in the header lens sends;
     /// `Err(())` when this sink cannot take a repeated key (parsing gives up).
     fn find(&self, key: &str) -> Result<Option<(usize, usize)>, ()>;
+    /// Whether `key` repeats a kept member that [`Sink::find`] does not report (a sink that
+    /// finds repeats only when it keeps them); asked only where parsing stops at a limit.
+    fn repeats(&self, _key: &str) -> bool {
+        false
+    }
     /// Members kept.
     fn len(&self) -> usize;
     /// Keeps a new member (properties raw, known valid); `false` when the sink cannot take it
@@ -46,6 +51,8 @@ pub(super) trait Sink {
 struct HeaderBuilder<'a> {
     slice: Option<(&'a str, usize, usize)>,
     text: String,
+    /// Bytes to reserve once the header is written member by member.
+    hint: usize,
 }
 
 impl<'a> HeaderBuilder<'a> {
@@ -66,6 +73,9 @@ impl<'a> HeaderBuilder<'a> {
             let start = self.slice.map_or(m.key.0, |(_, start, _)| start);
             self.slice = Some((line, start, m.end));
             return;
+        }
+        if self.text.capacity() == 0 {
+            self.text.reserve(self.hint.max(trim_ows(line).len()));
         }
         if let Some((l, a, b)) = self.slice.take() {
             self.text.push_str(l.get(a..b).unwrap_or_default());
@@ -112,16 +122,15 @@ pub(super) fn parse_into<'a, S: Sink>(
     let mut header = HeaderBuilder {
         slice: None,
         text: String::new(),
+        hint: 0,
     };
     // Bytes of the header lens would send for the members kept.
     let mut size = 0usize;
     // A repeated key changed a member in place: the header is rebuilt at the end.
     let mut dirty = false;
     'lines: for (line_no, line) in lines.into_iter().enumerate() {
-        if header.text.capacity() == 0 {
-            header
-                .text
-                .reserve(trim_ows(line).len().min(limits.baggage_bytes));
+        if line_no == 0 {
+            header.hint = trim_ows(line).len().min(limits.baggage_bytes);
         }
         let mut pos = 0;
         while pos <= line.len() {
@@ -151,6 +160,9 @@ pub(super) fn parse_into<'a, S: Sink>(
                 Some((_, old_len)) => size.saturating_sub(old_len),
                 None => {
                     if sink.len() >= limits.baggage_members {
+                        if sink.repeats(key) {
+                            return None;
+                        }
                         report(issue(BaggageIssueReason::TooManyMembers));
                         break 'lines;
                     }
@@ -161,6 +173,9 @@ pub(super) fn parse_into<'a, S: Sink>(
             // cannot fit is refused before it is decoded.
             let lower_bound = member_len(key, raw_value.len().div_ceil(3), m.properties_len);
             if base + lower_bound > limits.baggage_bytes {
+                if existing.is_none() && sink.repeats(key) {
+                    return None;
+                }
                 report(issue(BaggageIssueReason::TooLarge));
                 break 'lines;
             }
@@ -183,6 +198,9 @@ pub(super) fn parse_into<'a, S: Sink>(
             };
             let new_size = base + member_len(key, encoded, m.properties_len);
             if new_size > limits.baggage_bytes {
+                if existing.is_none() && sink.repeats(key) {
+                    return None;
+                }
                 report(issue(BaggageIssueReason::TooLarge));
                 break 'lines;
             }
@@ -266,6 +284,7 @@ impl Sink for ListSink {
 /// Members put straight into opentelemetry's `Baggage`: one allocation per key, value and
 /// properties (what `Baggage` itself needs). Gives up on a repeated key (opentelemetry's map
 /// cannot say where the key first appeared), a 65th member, or an entry opentelemetry refuses.
+/// A repeated key is found by the insert itself (the map does not grow), not by a lookup first.
 #[derive(Default)]
 pub(crate) struct OtelSink {
     pub(crate) otel: Baggage,
@@ -273,11 +292,12 @@ pub(crate) struct OtelSink {
 }
 
 impl Sink for OtelSink {
-    fn find(&self, key: &str) -> Result<Option<(usize, usize)>, ()> {
-        match self.otel.get(key) {
-            Some(_) => Err(()),
-            None => Ok(None),
-        }
+    fn find(&self, _key: &str) -> Result<Option<(usize, usize)>, ()> {
+        Ok(None)
+    }
+
+    fn repeats(&self, key: &str) -> bool {
+        self.otel.get(key).is_some()
     }
 
     fn len(&self) -> usize {
@@ -306,7 +326,7 @@ impl Sink for OtelSink {
     }
 
     fn replace(&mut self, _position: usize, _value: &str, _properties: Option<&str>) {
-        // Never called: `find` never reports a kept member.
+        // Never called: `find` never reports a kept member (a repeat makes `push` give up).
     }
 
     fn write_header(&self, _out: &mut String) {
