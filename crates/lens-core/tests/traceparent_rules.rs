@@ -218,3 +218,14 @@ fn only_the_whole_55_characters_are_valid() {
         ));
     }
 }
+
+/// A 55-character value of another version keeps its version (only `00` takes the fast path).
+#[test]
+fn a_higher_version_of_55_characters_keeps_its_version() {
+    for (prefix, version) in [("01", 0x01), ("0a", 0x0a), ("10", 0x10), ("fe", 0xfe)] {
+        let value = format!("{prefix}{}", &VALID[2..]);
+        let tp = TraceParent::parse(&value).unwrap();
+        assert_eq!(tp.version, version, "{value}");
+        assert_eq!(&tp.encode()[..], VALID.as_bytes());
+    }
+}
