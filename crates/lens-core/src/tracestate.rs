@@ -141,12 +141,15 @@ fn valid_key(key: &[u8]) -> bool {
     }
 }
 
+/// A whole value (SPEC.md §2): 1 to 256 printable ASCII characters except `,` and `=`, ending in
+/// a non-space. Checked without a branch per byte (so the compiler can vectorize it): the values
+/// judged here (opentelemetry's, on inject) are almost always valid.
 #[inline]
 fn valid_value(value: &[u8]) -> bool {
-    !value.is_empty()
-        && value.len() <= MAX_VALUE_LEN
-        && value.last() != Some(&b' ')
-        && value.iter().all(|&b| class(b) & VALUE_CHAR != 0)
+    let chars = value.iter().fold(true, |ok, &b| {
+        ok & (b.wrapping_sub(0x20) < 0x5f) & (b != b',') & (b != b'=')
+    });
+    chars && !value.is_empty() && value.len() <= MAX_VALUE_LEN && value.last() != Some(&b' ')
 }
 
 /// Whether opentelemetry's `TraceState` accepts this (already valid) key: its check predates the

@@ -93,6 +93,16 @@ fn write_u_escape(unit: u32, out: &mut Vec<u8>) {
 fn write_string(s: &str, out: &mut Vec<u8>) {
     let bytes = s.as_bytes();
     out.push(b'"');
+    // Header values are almost always printable ASCII without `"` or `\`: checked without
+    // branching per byte (so the compiler can vectorize it), then copied whole.
+    let plain = bytes.iter().fold(true, |plain, &b| {
+        plain & (b.wrapping_sub(0x20) < 0x5f) & (b != b'"') & (b != b'\\')
+    });
+    if plain {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut run_start = 0;
     let mut i = 0;
     while i < bytes.len() {
