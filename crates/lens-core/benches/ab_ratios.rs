@@ -29,17 +29,17 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use lens_core::traceparent::TraceParent;
 use lens_core::{HeaderCarrier, MapCarrier, W3cPropagator, extract_context, inject_context_from};
 use opentelemetry::Context;
-use opentelemetry::baggage::{Baggage, BaggageExt};
+use opentelemetry::baggage::BaggageExt;
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
-use opentelemetry::trace::{
-    SpanContext, TraceContextExt, TraceFlags, TraceState, Tracer, TracerProvider,
-};
+use opentelemetry::trace::{SpanContext, TraceContextExt, Tracer, TracerProvider};
 use opentelemetry_http::{HeaderExtractor, HeaderInjector};
 
 #[path = "support/ab.rs"]
 mod ab;
 #[path = "support/fixture.rs"]
 mod fixture;
+#[path = "support/floor.rs"]
+mod floor;
 #[path = "support/minimal_extract.rs"]
 mod minimal_extract;
 #[path = "support/plain_otel.rs"]
@@ -47,7 +47,8 @@ mod plain_otel;
 #[path = "support/traceparent_floor.rs"]
 mod traceparent_floor;
 use ab::compare;
-use fixture::{BAGGAGE, Parsed, TRACEPARENT, TRACESTATE, incoming_headers, incoming_map, stock};
+use fixture::{BAGGAGE, TRACEPARENT, TRACESTATE, incoming_headers, incoming_map, stock};
+use floor::Parsed;
 use plain_otel::{P_BAGGAGE, P_TRACESTATE, p_context, p_provider};
 use traceparent_floor::{encode_floor, parse_floor};
 
@@ -188,32 +189,6 @@ fn inject_rows(
     );
 }
 
-/// Fixture P's extract floor: the Context extract gives, built from ready values.
-struct PFloor {
-    sc: SpanContext,
-    members: [(&'static str, &'static str); 2],
-    baggage: [(&'static str, &'static str); 3],
-}
-
-impl PFloor {
-    fn context(&self) -> Context {
-        let sc = black_box(&self.sc);
-        let state = TraceState::from_key_value(self.members.iter().copied()).unwrap();
-        let sc = SpanContext::new(
-            sc.trace_id(),
-            sc.span_id(),
-            TraceFlags::SAMPLED,
-            true,
-            state,
-        );
-        let mut b = Baggage::new();
-        for (k, v) in &self.baggage {
-            b.insert((*k).to_owned(), (*v).to_owned());
-        }
-        Context::new().with_remote_span_context(sc).with_baggage(b)
-    }
-}
-
 fn fixture_p() {
     let provider = p_provider();
     let cx = p_context(&provider);
@@ -235,12 +210,9 @@ fn fixture_p() {
             HeaderValue::from_str(v).unwrap(),
         );
     }
-    let floor = PFloor {
-        sc: cx.span().span_context().clone(),
-        members: P_TRACESTATE,
-        baggage: P_BAGGAGE,
-    };
-    let expected = meaning(&floor.context());
+    let sc = cx.span().span_context().clone();
+    let floor = Parsed::with(sc.trace_id(), sc.span_id(), P_TRACESTATE, P_BAGGAGE);
+    let expected = meaning(&floor.floor_context());
     assert!(expected.0.is_remote() && expected.1.len() == 3);
     assert_eq!(meaning(&extract_context(&map)), expected);
     assert_eq!(
@@ -256,7 +228,7 @@ fn fixture_p() {
     compare(
         "extract P, HashMap",
         vec![
-            ("floor", Box::new(|| drop(black_box(floor.context())))),
+            ("floor", Box::new(|| drop(black_box(floor.floor_context())))),
             (
                 "lens",
                 Box::new(|| drop(black_box(extract_context(black_box(&map))))),
@@ -270,7 +242,7 @@ fn fixture_p() {
     compare(
         "extract P, HeaderMap",
         vec![
-            ("floor", Box::new(|| drop(black_box(floor.context())))),
+            ("floor", Box::new(|| drop(black_box(floor.floor_context())))),
             (
                 "lens",
                 Box::new(|| {

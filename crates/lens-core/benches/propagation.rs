@@ -27,9 +27,12 @@ use opentelemetry_http::{HeaderExtractor, HeaderInjector};
 
 #[path = "support/fixture.rs"]
 mod fixture;
+#[path = "support/floor.rs"]
+mod floor;
 #[path = "support/traceparent_floor.rs"]
 mod traceparent_floor;
-use fixture::{BAGGAGE, Parsed, TRACEPARENT, TRACESTATE, incoming_headers, incoming_map, stock};
+use fixture::{BAGGAGE, TRACEPARENT, TRACESTATE, incoming_headers, incoming_map, stock};
+use floor::Parsed;
 use traceparent_floor::{encode_floor, parse_floor};
 
 fn config() -> Criterion {

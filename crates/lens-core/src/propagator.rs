@@ -435,7 +435,26 @@ impl Injector for JsonFields {
     }
 }
 
-/// Lines of one name that [`W3cPropagator::extract_headers`] reads without a `Vec`.
+/// Lines of one header name that [`W3cPropagator::extract_headers`] reads without a `Vec`
+/// (more are still all read, into a `Vec`). A stable entry point for carriers of their own that
+/// collect header lines for [`W3cPropagator::extract_lines`] on the stack: up to this many lines
+/// per name is the common case lens itself is tuned for.
+///
+/// ```
+/// use lens_core::{HeaderLines, INLINE_LINES, W3cPropagator};
+/// use opentelemetry::Context;
+/// use opentelemetry::baggage::BaggageExt;
+///
+/// // A carrier's `baggage` lines gathered on the stack, then extracted without an `Extractor`.
+/// let mut lines = [""; INLINE_LINES];
+/// lines[0] = "a=1";
+/// lines[1] = "b=2";
+/// let cx = W3cPropagator::new().extract_lines(
+///     &Context::new(),
+///     HeaderLines { baggage: &lines[..2], ..HeaderLines::default() },
+/// );
+/// assert_eq!(cx.baggage().len(), 2);
+/// ```
 pub const INLINE_LINES: usize = 4;
 
 /// Up to this many header names, [`W3cPropagator::extract_headers`] finds lens's three headers

@@ -12,16 +12,19 @@ use std::hint::black_box;
 
 use lens_nccl::{extract_nccl_context, serialize_context_from};
 use opentelemetry::Context;
-use opentelemetry::baggage::{Baggage, BaggageExt};
+use opentelemetry::baggage::BaggageExt;
 use opentelemetry::propagation::{TextMapCompositePropagator, TextMapPropagator};
-use opentelemetry::trace::{SpanContext, TraceContextExt, TraceFlags, TraceState};
+use opentelemetry::trace::{SpanContext, TraceContextExt};
 use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
 
 #[path = "../../lens-core/benches/support/ab.rs"]
 mod ab;
+#[path = "../../lens-core/benches/support/floor.rs"]
+mod floor;
 #[path = "../../lens-core/benches/support/plain_otel.rs"]
 mod plain_otel;
 use ab::compare;
+use floor::Parsed;
 use plain_otel::{P_BAGGAGE, P_TRACESTATE, p_context, p_provider};
 
 fn stock() -> TextMapCompositePropagator {
@@ -63,22 +66,8 @@ fn main() {
     let bytes = serialize_context_from(&cx);
     let theirs = stock_bytes();
     let sc = cx.span().span_context().clone();
-    let floor = || {
-        let sc = black_box(&sc);
-        let state = TraceState::from_key_value(P_TRACESTATE).unwrap();
-        let sc = SpanContext::new(
-            sc.trace_id(),
-            sc.span_id(),
-            TraceFlags::SAMPLED,
-            true,
-            state,
-        );
-        let mut b = Baggage::new();
-        for (k, v) in P_BAGGAGE {
-            b.insert(k.to_owned(), v.to_owned());
-        }
-        Context::new().with_remote_span_context(sc).with_baggage(b)
-    };
+    let parsed = Parsed::with(sc.trace_id(), sc.span_id(), P_TRACESTATE, P_BAGGAGE);
+    let floor = || parsed.floor_context();
     let expected = meaning(&floor());
     assert_eq!(meaning(&extract_nccl_context(&bytes)), expected);
     assert_eq!(meaning(&extract_nccl_context(&theirs)), expected);

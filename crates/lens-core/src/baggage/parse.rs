@@ -230,6 +230,13 @@ pub(super) fn parse_into<'a, S: Sink>(
     Some(header.finish())
 }
 
+/// Appends the normalized form of a member's raw properties (known valid), when it has any.
+fn write_raw_properties(properties: Option<&str>, out: &mut String) {
+    if let Some(props) = properties {
+        write_properties(props, out);
+    }
+}
+
 /// Members kept as lens's own list, with the index that finds a repeated key.
 #[derive(Default)]
 pub(super) struct ListSink {
@@ -257,9 +264,7 @@ impl Sink for ListSink {
         props_len: usize,
     ) -> bool {
         let entry = BaggageEntry::with_parts(key, &value, props_len, |out| {
-            if let Some(props) = properties {
-                write_properties(props, out);
-            }
+            write_raw_properties(properties, out);
         });
         self.entries.push(entry);
         self.index.pushed(&self.entries);
@@ -268,11 +273,7 @@ impl Sink for ListSink {
 
     fn replace(&mut self, position: usize, value: &str, properties: Option<&str>) {
         if let Some(entry) = self.entries.get_mut(position) {
-            entry.replace(value, |out| {
-                if let Some(props) = properties {
-                    write_properties(props, out);
-                }
-            });
+            entry.replace(value, |out| write_raw_properties(properties, out));
         }
     }
 
@@ -312,9 +313,9 @@ impl Sink for OtelSink {
         props_len: usize,
     ) -> bool {
         let metadata = match properties {
-            Some(props) => {
+            Some(_) => {
                 let mut normalized = String::with_capacity(props_len);
-                write_properties(props, &mut normalized);
+                write_raw_properties(properties, &mut normalized);
                 BaggageMetadata::from(normalized)
             }
             None => BaggageMetadata::default(),

@@ -30,12 +30,7 @@ pub(super) fn write_carrier(entries: &[(String, Lines)], out: &mut Vec<u8>) {
         if lines.is_empty() {
             continue;
         }
-        if !first {
-            out.extend_from_slice(b", ");
-        }
-        first = false;
-        write_string(key, out);
-        out.extend_from_slice(b": ");
+        write_key(&mut first, key, out);
         let lines = lines.as_slice();
         if let [line] = lines {
             write_string(line, out);
@@ -67,15 +62,20 @@ pub(crate) fn write_fields(fields: &[(&str, Option<String>)], out: &mut Vec<u8>)
         let Some(value) = value else {
             continue;
         };
-        if !first {
-            out.extend_from_slice(b", ");
-        }
-        first = false;
-        write_string(key, out);
-        out.extend_from_slice(b": ");
+        write_key(&mut first, key, out);
         write_string(value, out);
     }
     out.push(b'}');
+}
+
+/// Appends `"key": ` to an object being written, after `, ` unless it is the `first` member.
+fn write_key(first: &mut bool, key: &str, out: &mut Vec<u8>) {
+    if !*first {
+        out.extend_from_slice(b", ");
+    }
+    *first = false;
+    write_string(key, out);
+    out.extend_from_slice(b": ");
 }
 
 fn write_u_escape(unit: u32, out: &mut Vec<u8>) {
