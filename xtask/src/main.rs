@@ -13,6 +13,7 @@
 mod fuzz;
 mod gpu;
 mod interop;
+mod mutants;
 #[cfg(test)]
 mod rules;
 mod soak;
@@ -33,6 +34,7 @@ commands:
   gpu-test  build and run the NCCL GPU tests (exits 0 having run nothing without a GPU)
   gpu-bench measure the added latency of a context frame on a 1 MiB NCCL self send/recv
   fuzz     run every cargo-fuzz target for a while (cargo xtask fuzz --seconds N)
+  mutants  cargo-mutants over lens-core's codec modules (slow; not part of `test`)
   soak     load and fault checks of the HTTP chain (cargo xtask soak --seconds N --concurrency C)
   w3c      the W3C Trace Context test harness against lens w3c-service (cargo xtask w3c --harness DIR)
   help     print this text
@@ -75,6 +77,7 @@ fn main() -> ExitCode {
         "gpu-test" => gpu::gpu_test(rest),
         "gpu-bench" => gpu::gpu_bench(rest),
         "fuzz" => fuzz::fuzz(rest),
+        "mutants" => mutants::mutants(rest),
         "soak" => soak::soak(rest),
         "w3c" => w3c::w3c(rest),
         "help" | "-h" | "--help" => {
@@ -378,6 +381,12 @@ const BENCH_GROUPS: &[(&str, &[BenchSuite])] = &[
             },
             BenchSuite {
                 package: "lens-core",
+                bench: "ab_ratios",
+                features: "",
+            },
+            // Fixture P's NCCL rows (serialize_context_from, extract_nccl_context).
+            BenchSuite {
+                package: "lens-nccl",
                 bench: "ab_ratios",
                 features: "",
             },

@@ -23,12 +23,12 @@
 
 use std::borrow::Cow;
 
-use opentelemetry::baggage::{Baggage, BaggageExt, BaggageMetadata};
+use opentelemetry::baggage::{Baggage, BaggageExt};
 use opentelemetry::trace::{SpanContext, TraceContextExt};
 use opentelemetry::{Context, TraceId};
 
 use crate::Limits;
-use crate::baggage::{BaggageError, BaggageList, FastBaggage, OTEL_BAGGAGE_MAX, parse_fast};
+use crate::baggage::{BaggageError, BaggageList, list_from_otel, parse_to_otel, to_otel_baggage};
 use crate::tracestate::TraceStateList;
 
 /// lens's own copies, stored as one Context value so that extract adds a single entry.
@@ -95,19 +95,6 @@ fn baggage_addr(cx: &Context) -> usize {
     std::ptr::from_ref::<Baggage>(cx.baggage()) as usize
 }
 
-/// Mirrors an ordered list into opentelemetry's `Baggage` (first 64 entries).
-fn to_otel_baggage(list: &BaggageList) -> Baggage {
-    let mut b = Baggage::new();
-    for e in list.iter().take(OTEL_BAGGAGE_MAX) {
-        b.insert_with_metadata(
-            e.key().to_owned(),
-            e.value().to_owned(),
-            BaggageMetadata::from(e.properties()),
-        );
-    }
-    b
-}
-
 /// Baggage extracted from header lines: opentelemetry's `Baggage` and lens's ordered copy;
 /// `None` when no member is valid.
 pub(crate) fn extract_baggage(
@@ -115,8 +102,8 @@ pub(crate) fn extract_baggage(
     limits: &Limits,
     plus_as_space: bool,
 ) -> Option<(Baggage, StoredBaggage)> {
-    match parse_fast(lines, limits, plus_as_space) {
-        Some(FastBaggage { otel, header }) => {
+    match parse_to_otel(lines, limits, plus_as_space) {
+        Some((otel, header)) => {
             (!header.is_empty()).then_some((otel, StoredBaggage::Header(header)))
         }
         None => {
@@ -219,16 +206,6 @@ pub(crate) fn extracted_context(
     }
 }
 
-/// Rebuilds an ordered list from opentelemetry's `Baggage` (its iteration order; entries that
-/// are not valid per SPEC §3 are left out).
-pub(crate) fn baggage_from_otel(b: &Baggage, limits: &Limits) -> BaggageList {
-    let mut list = BaggageList::new();
-    for (k, (v, meta)) in b {
-        let _ignored = list.set(k.as_str(), v.as_str(), meta.as_str().trim(), limits);
-    }
-    list
-}
-
 /// lens's extension methods on [`Context`]: ordered baggage (SPEC.md §3, §10) and trace ids.
 pub trait LensContextExt {
     /// The Context's baggage in order, with properties and the header lens would send.
@@ -267,7 +244,7 @@ impl LensContextExt for Context {
     fn lens_baggage(&self) -> Cow<'_, BaggageList> {
         match LensState::of(self).and_then(|state| state.baggage_for(self)) {
             Some(copy) => copy.list(),
-            None => Cow::Owned(baggage_from_otel(self.baggage(), &Limits::DEFAULT)),
+            None => Cow::Owned(list_from_otel(self.baggage(), &Limits::DEFAULT)),
         }
     }
 

@@ -33,7 +33,7 @@
 pub mod baggage;
 pub mod carrier;
 mod context;
-mod lexical;
+pub mod lexical;
 pub mod limits;
 pub mod policy;
 mod propagator;
@@ -49,6 +49,7 @@ pub use limits::Limits;
 pub use policy::{InboundDecision, InboundPolicy, OutboundPolicy};
 pub use propagator::{
     BAGGAGE_HEADER, HeaderLines, INLINE_LINES, PropagatorConfigError, TRACEPARENT_HEADER,
-    TRACESTATE_HEADER, W3cPropagator, extract_context, extract_context_with, inject_context,
-    inject_context_from, install, install_propagator, propagator,
+    TRACESTATE_HEADER, W3cPropagator, extract_carrier_context, extract_context,
+    extract_context_with, extract_json_context, inject_context, inject_context_from, install,
+    install_propagator, propagator,
 };

@@ -10,12 +10,10 @@ use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::{SpanContext, TraceContextExt, TraceState};
 
 use crate::Limits;
-use crate::baggage::BaggageList;
+use crate::baggage::{BaggageList, header_from_otel as baggage_header_from_otel};
 use crate::carrier::CarrierError;
-use crate::carrier::json::{JsonLines, parse_propagation_lines};
-use crate::context::{
-    LensState, TraceStateCopy, baggage_from_otel, extract_baggage, extracted_context,
-};
+use crate::carrier::json::{JsonLines, parse_propagation_lines, write_fields};
+use crate::context::{LensState, TraceStateCopy, extract_baggage, extracted_context};
 use crate::traceparent::TraceParent;
 use crate::tracestate::{ExtractedTraceState, header_from_otel};
 
@@ -209,14 +207,38 @@ impl W3cPropagator {
                 None => {
                     let b = cx.baggage();
                     if !b.is_empty() {
-                        let list = baggage_from_otel(b, &self.limits);
-                        if !list.is_empty() {
-                            injector.set(BAGGAGE_HEADER, list.header().to_owned());
+                        let header = baggage_header_from_otel(b, &self.limits);
+                        if !header.is_empty() {
+                            injector.set(BAGGAGE_HEADER, header);
                         }
                     }
                 }
             }
         }
+    }
+
+    /// Injects `cx` as the bytes of a JSON carrier, appended to `out`: exactly what injecting into
+    /// a [`Carrier`](crate::Carrier) and [`Carrier::write_json`](crate::Carrier::write_json) give
+    /// (Python's `json.dumps` of the carrier, SPEC.md §6; `{}` when nothing is sent), without
+    /// building the `Carrier`.
+    ///
+    /// ```
+    /// use lens_core::{LensContextExt, W3cPropagator};
+    /// use opentelemetry::Context;
+    ///
+    /// let cx = Context::new().with_baggage_entry("job", "pretrain").unwrap();
+    /// let mut out = Vec::new();
+    /// W3cPropagator::new().inject_json(&cx, &mut out);
+    /// assert_eq!(out, br#"{"baggage": "job=pretrain"}"#);
+    /// ```
+    pub fn inject_json(&self, cx: &Context, out: &mut Vec<u8>) {
+        let mut fields = JsonFields([
+            (TRACEPARENT_HEADER, None),
+            (TRACESTATE_HEADER, None),
+            (BAGGAGE_HEADER, None),
+        ]);
+        self.inject_context(cx, &mut fields);
+        write_fields(&fields.0, out);
     }
 
     /// The remote span context in the carrier, if its traceparent is valid (tracestate included).
@@ -401,7 +423,38 @@ impl W3cPropagator {
     }
 }
 
-/// Lines of one name that [`W3cPropagator::extract_headers`] reads without a `Vec`.
+/// What inject sets, kept for [`W3cPropagator::inject_json`] in the order a `Carrier` would hold
+/// it (inject sets traceparent, tracestate, baggage, in that order, each at most once).
+struct JsonFields([(&'static str, Option<String>); 3]);
+
+impl Injector for JsonFields {
+    fn set(&mut self, key: &str, value: String) {
+        if let Some((_, slot)) = self.0.iter_mut().find(|(name, _)| *name == key) {
+            *slot = Some(value);
+        }
+    }
+}
+
+/// Lines of one header name that [`W3cPropagator::extract_headers`] reads without a `Vec`
+/// (more are still all read, into a `Vec`). A stable entry point for carriers of their own that
+/// collect header lines for [`W3cPropagator::extract_lines`] on the stack: up to this many lines
+/// per name is the common case lens itself is tuned for.
+///
+/// ```
+/// use lens_core::{HeaderLines, INLINE_LINES, W3cPropagator};
+/// use opentelemetry::Context;
+/// use opentelemetry::baggage::BaggageExt;
+///
+/// // A carrier's `baggage` lines gathered on the stack, then extracted without an `Extractor`.
+/// let mut lines = [""; INLINE_LINES];
+/// lines[0] = "a=1";
+/// lines[1] = "b=2";
+/// let cx = W3cPropagator::new().extract_lines(
+///     &Context::new(),
+///     HeaderLines { baggage: &lines[..2], ..HeaderLines::default() },
+/// );
+/// assert_eq!(cx.baggage().len(), 2);
+/// ```
 pub const INLINE_LINES: usize = 4;
 
 /// Up to this many header names, [`W3cPropagator::extract_headers`] finds lens's three headers
@@ -589,4 +642,45 @@ pub fn extract_context(extractor: &dyn Extractor) -> Context {
 /// Extracts into the given Context.
 pub fn extract_context_with(cx: &Context, extractor: &dyn Extractor) -> Context {
     propagator().extract_with_context(cx, extractor)
+}
+
+/// The Context in the bytes of a JSON carrier (NCCL bytes, a Ray-style call's carrier), with the
+/// process-wide propagator (SPEC.md §4, §5): bytes holding a carrier are extracted from an empty
+/// Context (`{}` gives an empty Context); bytes that are not a valid JSON carrier give the
+/// caller's current Context, as NeMo Lens does. The bytes are read in place (see
+/// [`W3cPropagator::extract_json`]).
+///
+/// ```
+/// use lens_core::extract_json_context;
+/// use opentelemetry::trace::TraceContextExt;
+///
+/// let json = br#"{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}"#;
+/// assert!(extract_json_context(json).span().span_context().is_remote());
+/// // Not a JSON object: the caller's Context.
+/// assert!(!extract_json_context(b"[1]").span().span_context().is_valid());
+/// ```
+pub fn extract_json_context(json: &[u8]) -> Context {
+    callers_context_unless(propagator().extract_json(&Context::new(), json).ok())
+}
+
+/// The Context of a JSON carrier already decoded (SPEC.md §5): `Some` is extracted from an empty
+/// Context; `None` (no carrier was sent, or its bytes were rejected) gives the caller's current
+/// Context, as NeMo Lens does.
+///
+/// ```
+/// use lens_core::{Carrier, extract_carrier_context};
+/// use opentelemetry::trace::TraceContextExt;
+///
+/// let mut carrier = Carrier::new();
+/// carrier.insert("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+/// assert!(extract_carrier_context(Some(&carrier)).span().span_context().is_remote());
+/// assert!(!extract_carrier_context(None).span().span_context().is_valid());
+/// ```
+pub fn extract_carrier_context(carrier: Option<&crate::Carrier>) -> Context {
+    callers_context_unless(carrier.map(|carrier| extract_context(carrier)))
+}
+
+/// SPEC.md §5, written once: no carrier, or one that is rejected, means the caller's Context.
+fn callers_context_unless(extracted: Option<Context>) -> Context {
+    extracted.unwrap_or_else(Context::current)
 }

@@ -15,7 +15,7 @@ use opentelemetry::trace::{SpanContext, TraceFlags, TraceState};
 use opentelemetry::{SpanId, TraceId};
 
 use crate::Limits;
-use crate::lexical::trim_ows;
+use crate::lexical::{lower_hex_value, trim_ows};
 
 /// Length of a version-00 traceparent.
 pub const TRACEPARENT_LEN: usize = 55;
@@ -170,7 +170,7 @@ fn parse_fast(v: &[u8]) -> Option<TraceParent> {
     }
     let trace_id = decode_hex::<4, 16>(&v[3..35])?;
     let parent_id = decode_hex::<2, 8>(&v[36..52])?;
-    let flags = (hex_val(v[53])? << 4) | hex_val(v[54])?;
+    let flags = (lower_hex_value(v[53])? << 4) | lower_hex_value(v[54])?;
     if u128::from_ne_bytes(trace_id) == 0 || u64::from_ne_bytes(parent_id) == 0 {
         return None;
     }
@@ -183,23 +183,14 @@ fn parse_fast(v: &[u8]) -> Option<TraceParent> {
 }
 
 #[inline]
-fn hex_val(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        _ => None,
-    }
-}
-
-#[inline]
 fn parse_hex<const N: usize>(s: &[u8]) -> Option<[u8; N]> {
     let mut out = [0u8; N];
     if s.len() != N * 2 {
         return None;
     }
     for (i, byte) in out.iter_mut().enumerate() {
-        let hi = hex_val(s[2 * i])?;
-        let lo = hex_val(s[2 * i + 1])?;
+        let hi = lower_hex_value(s[2 * i])?;
+        let lo = lower_hex_value(s[2 * i + 1])?;
         *byte = (hi << 4) | lo;
     }
     Some(out)
@@ -236,7 +227,7 @@ impl TraceParent {
         if v.len() < 2 {
             return Err(TraceParentError::InvalidVersion);
         }
-        let version = match (hex_val(v[0]), hex_val(v[1])) {
+        let version = match (lower_hex_value(v[0]), lower_hex_value(v[1])) {
             (Some(hi), Some(lo)) => (hi << 4) | lo,
             _ => return Err(TraceParentError::InvalidVersion),
         };

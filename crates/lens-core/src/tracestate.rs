@@ -11,7 +11,7 @@
 use opentelemetry::trace::TraceState;
 
 use crate::Limits;
-use crate::lexical::{split_byte, split_once_byte, trim_ows};
+use crate::lexical::{skip_ows, split_once_byte, trim_ows};
 
 /// Longest key: a first character and up to 255 more.
 const MAX_KEY_LEN: usize = 256;
@@ -141,12 +141,15 @@ fn valid_key(key: &[u8]) -> bool {
     }
 }
 
+/// A whole value (SPEC.md §2): 1 to 256 printable ASCII characters except `,` and `=`, ending in
+/// a non-space. Checked without a branch per byte (so the compiler can vectorize it): the values
+/// judged here (opentelemetry's, on inject) are almost always valid.
 #[inline]
 fn valid_value(value: &[u8]) -> bool {
-    !value.is_empty()
-        && value.len() <= MAX_VALUE_LEN
-        && value.last() != Some(&b' ')
-        && value.iter().all(|&b| class(b) & VALUE_CHAR != 0)
+    let chars = value.iter().fold(true, |ok, &b| {
+        ok & (b.wrapping_sub(0x20) < 0x5f) & (b != b',') & (b != b'=')
+    });
+    chars && !value.is_empty() && value.len() <= MAX_VALUE_LEN && value.last() != Some(&b' ')
 }
 
 /// Whether opentelemetry's `TraceState` accepts this (already valid) key: its check predates the
@@ -192,59 +195,6 @@ impl<'a> MemberSink<'a> for TraceStateList {
         self.push_unchecked(key, value);
         true
     }
-}
-
-/// The one tracestate parser (SPEC §2): validates every member of every line and gives the
-/// members to keep to `sink`, in order, repeated keys left out. `Ok(false)` when the sink
-/// refused a member (parsing stopped there).
-fn parse_members<'a, I, S>(lines: I, limits: &Limits, sink: &mut S) -> Result<bool, TraceStateError>
-where
-    I: IntoIterator<Item = &'a str>,
-    S: MemberSink<'a>,
-{
-    let mut total = 0usize;
-    let mut count = 0usize;
-    for (i, line) in lines.into_iter().enumerate() {
-        total += line.len() + usize::from(i > 0);
-        if total > limits.tracestate_bytes {
-            return Err(TraceStateError::TooLong {
-                len: total,
-                limit: limits.tracestate_bytes,
-            });
-        }
-        sink.line(line);
-        for raw in split_byte(line, b',') {
-            let member = trim_ows(raw);
-            if member.is_empty() {
-                continue;
-            }
-            count += 1;
-            if count > limits.tracestate_members {
-                return Err(TraceStateError::TooManyMembers {
-                    limit: limits.tracestate_members,
-                });
-            }
-            let Some((key, value)) = split_once_byte(member, b'=') else {
-                return Err(TraceStateError::MissingEquals {
-                    member: member.to_owned(),
-                });
-            };
-            if !valid_key(key.as_bytes()) {
-                return Err(TraceStateError::InvalidKey {
-                    key: key.to_owned(),
-                });
-            }
-            if !valid_value(value.as_bytes()) {
-                return Err(TraceStateError::InvalidValue {
-                    value: value.to_owned(),
-                });
-            }
-            if !sink.contains(key) && !sink.push(key, value) {
-                return Ok(false);
-            }
-        }
-    }
-    Ok(true)
 }
 
 /// Most members extract keeps on the stack before it falls back to a [`TraceStateList`].
@@ -317,32 +267,30 @@ impl<'a> MemberSink<'a> for InlineMembers<'a> {
     }
 }
 
-#[inline]
-fn is_ows(b: u8) -> bool {
-    b == b' ' || b == b'\t'
-}
-
-/// [`parse_members`] in one pass per line, for extract: the same members accepted, the same
-/// input rejected (`Err(())` where `parse_members` gives an error).
-fn scan_members<'a>(
-    lines: &[&'a str],
-    limits: &Limits,
-    sink: &mut InlineMembers<'a>,
-) -> Result<bool, ()> {
+/// The one tracestate parser (SPEC.md §2): one pass over each line, validating every member and
+/// giving the members to keep to `sink`, in order, repeated keys left out. `Ok(false)` when the
+/// sink refused a member (parsing stopped there).
+fn parse_members<'a, I, S>(lines: I, limits: &Limits, sink: &mut S) -> Result<bool, TraceStateError>
+where
+    I: IntoIterator<Item = &'a str>,
+    S: MemberSink<'a>,
+{
     let mut total = 0usize;
     let mut count = 0usize;
-    for (i, &line) in lines.iter().enumerate() {
+    for (i, line) in lines.into_iter().enumerate() {
+        // Lines are joined by one `,`: every line after the first brings one more byte.
         total += line.len() + usize::from(i > 0);
         if total > limits.tracestate_bytes {
-            return Err(());
+            return Err(TraceStateError::TooLong {
+                len: total,
+                limit: limits.tracestate_bytes,
+            });
         }
         sink.line(line);
         let bytes = line.as_bytes();
         let mut pos = 0;
-        while pos <= bytes.len() {
-            while bytes.get(pos).is_some_and(|&b| is_ows(b)) {
-                pos += 1;
-            }
+        while pos < bytes.len() {
+            pos = skip_ows(bytes, pos);
             match bytes.get(pos) {
                 // An empty member.
                 None => break,
@@ -354,45 +302,18 @@ fn scan_members<'a>(
             }
             count += 1;
             if count > limits.tracestate_members {
-                return Err(());
+                return Err(TraceStateError::TooManyMembers {
+                    limit: limits.tracestate_members,
+                });
             }
-            let key_start = pos;
-            if bytes.get(pos).is_none_or(|&b| class(b) & KEY_START == 0) {
-                return Err(());
-            }
-            pos += 1;
-            while bytes.get(pos).is_some_and(|&b| class(b) & KEY_CHAR != 0) {
-                pos += 1;
-            }
-            if bytes.get(pos) != Some(&b'=') || pos - key_start > MAX_KEY_LEN {
-                return Err(());
-            }
-            let key_end = pos;
-            pos += 1;
-            let value_start = pos;
-            while bytes.get(pos).is_some_and(|&b| class(b) & VALUE_CHAR != 0) {
-                pos += 1;
-            }
-            // Spaces belong to the value, except those that end the member.
-            let mut value_end = pos;
-            while value_end > value_start && bytes.get(value_end - 1) == Some(&b' ') {
-                value_end -= 1;
-            }
-            while bytes.get(pos).is_some_and(|&b| is_ows(b)) {
-                pos += 1;
-            }
-            match bytes.get(pos) {
-                None | Some(b',') => pos += 1,
-                Some(_) => return Err(()),
-            }
-            if value_end == value_start || value_end - value_start > MAX_VALUE_LEN {
-                return Err(());
-            }
-            let (Some(key), Some(value)) = (
-                line.get(key_start..key_end),
-                line.get(value_start..value_end),
-            ) else {
-                return Err(());
+            let member_start = pos;
+            let Some((key, value, next)) = scan_member(bytes, pos) else {
+                return Err(member_error(line, member_start));
+            };
+            pos = next;
+            let (Some(key), Some(value)) = (line.get(key.0..key.1), line.get(value.0..value.1))
+            else {
+                return Err(member_error(line, member_start));
             };
             if !sink.contains(key) && !sink.push(key, value) {
                 return Ok(false);
@@ -400,6 +321,65 @@ fn scan_members<'a>(
         }
     }
     Ok(true)
+}
+
+/// Byte range in a line.
+type Span = (usize, usize);
+
+/// Scans one member starting at `pos` (not a space, tab or `,`): the key's and the value's
+/// offsets and where the next member starts; `None` when the member is invalid.
+#[inline]
+fn scan_member(bytes: &[u8], mut pos: usize) -> Option<(Span, Span, usize)> {
+    let key_start = pos;
+    if class(*bytes.get(pos)?) & KEY_START == 0 {
+        return None;
+    }
+    pos += 1;
+    while bytes.get(pos).is_some_and(|&b| class(b) & KEY_CHAR != 0) {
+        pos += 1;
+    }
+    if bytes.get(pos) != Some(&b'=') || pos - key_start > MAX_KEY_LEN {
+        return None;
+    }
+    let key_end = pos;
+    pos += 1;
+    let value_start = pos;
+    while bytes.get(pos).is_some_and(|&b| class(b) & VALUE_CHAR != 0) {
+        pos += 1;
+    }
+    // Spaces belong to the value, except those that end the member.
+    let mut value_end = pos;
+    while value_end > value_start && bytes.get(value_end - 1) == Some(&b' ') {
+        value_end -= 1;
+    }
+    pos = skip_ows(bytes, pos);
+    match bytes.get(pos) {
+        None | Some(b',') => pos += 1,
+        Some(_) => return None,
+    }
+    if value_end == value_start || value_end - value_start > MAX_VALUE_LEN {
+        return None;
+    }
+    Some(((key_start, key_end), (value_start, value_end), pos))
+}
+
+/// Says what is wrong with the invalid member starting at `start` (only called once
+/// [`scan_member`] refused it): the member runs to the next `,`.
+#[cold]
+fn member_error(line: &str, start: usize) -> TraceStateError {
+    let rest = line.get(start..).unwrap_or_default();
+    let member = trim_ows(split_once_byte(rest, b',').map_or(rest, |(member, _)| member));
+    match split_once_byte(member, b'=') {
+        None => TraceStateError::MissingEquals {
+            member: member.to_owned(),
+        },
+        Some((key, _)) if !valid_key(key.as_bytes()) => TraceStateError::InvalidKey {
+            key: key.to_owned(),
+        },
+        Some((_, value)) => TraceStateError::InvalidValue {
+            value: value.to_owned(),
+        },
+    }
 }
 
 /// The tracestate of a valid traceparent, as extract reads it (SPEC §2, §10).
@@ -422,7 +402,7 @@ impl ExtractedTraceState<'_> {
     /// opentelemetry accepts, at most 8 members) allocates nothing.
     pub(crate) fn parse<'a>(lines: &[&'a str], limits: &Limits) -> ExtractedTraceState<'a> {
         let mut inline = InlineMembers::new();
-        match scan_members(lines, limits, &mut inline) {
+        match parse_members(lines.iter().copied(), limits, &mut inline) {
             Err(_) => ExtractedTraceState::Empty,
             Ok(true) if inline.len == 0 => ExtractedTraceState::Empty,
             Ok(true) => ExtractedTraceState::Otel(inline),
@@ -481,33 +461,28 @@ impl ExtractedTraceState<'_> {
 }
 
 /// The header lens sends for opentelemetry's `TraceState`, when it holds any valid member: the
-/// valid members (lens's grammar), first of each key, joined by `,`.
+/// valid members (lens's grammar), first of each key, joined by `,`. Iterates the `TraceState`
+/// directly (its own `header()` formats every member separately).
 pub(crate) fn header_from_otel(state: &TraceState) -> Option<String> {
+    let size: usize = state.into_iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+    if size == 0 {
+        return None;
+    }
     // Common case: every member valid, no key repeated: the header is the members joined.
-    let mut size = 0usize;
-    let mut members = 0usize;
-    for (k, v) in state {
-        members += 1;
-        if members > Limits::DEFAULT.tracestate_members
-            || !valid_key(k.as_bytes())
+    // opentelemetry's non-empty keys are valid here (its grammar is a subset of SPEC.md §2's,
+    // but it takes an empty key); its values need the full check (it allows empty ones, control
+    // characters, a trailing space).
+    let mut header = String::with_capacity(size.saturating_sub(1));
+    for (members, (k, v)) in state.into_iter().enumerate() {
+        if members >= Limits::DEFAULT.tracestate_members
+            || k.is_empty()
             || !valid_value(v.as_bytes())
-            || (members > 1
-                && state
-                    .into_iter()
-                    .take(members - 1)
-                    .any(|(prev, _)| prev == k))
+            || state.into_iter().take(members).any(|(prev, _)| prev == k)
         {
             let list = TraceStateList::from_otel(state);
             return (!list.is_empty()).then_some(list.header);
         }
-        size += k.len() + v.len() + 2;
-    }
-    if size == 0 {
-        return None;
-    }
-    let mut header = String::with_capacity(size - 1);
-    for (k, v) in state {
-        if !header.is_empty() {
+        if members > 0 {
             header.push(',');
         }
         header.push_str(k);

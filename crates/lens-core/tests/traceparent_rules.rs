@@ -190,3 +190,42 @@ fn random_flag_is_reported() {
 fn errors_name_the_spec_rule() {
     assert!(err("junk").to_string().contains("SPEC §1"));
 }
+
+/// Each of the three separators must be a `-`, even when what stands there instead is a hex digit
+/// that would make the fields around it decode (the fast path checks each one).
+#[test]
+fn every_separator_must_be_a_dash() {
+    for at in [2, 35, 52] {
+        for other in ["0", "a", "_"] {
+            let mut value = VALID.to_owned();
+            value.replace_range(at..=at, other);
+            assert_eq!(err(&value), TraceParentError::MissingSeparator, "{value}");
+        }
+    }
+}
+
+/// Every prefix of a valid value is invalid (and none panics, whatever the length); so is every
+/// version-00 value longer than 55 characters.
+#[test]
+fn only_the_whole_55_characters_are_valid() {
+    for len in 0..VALID.len() {
+        assert!(TraceParent::parse(&VALID[..len]).is_err(), "{len}");
+    }
+    for tail in ["0", "-", "-0", "00", "-00-x"] {
+        assert!(matches!(
+            err(&format!("{VALID}{tail}")),
+            TraceParentError::WrongLength { .. }
+        ));
+    }
+}
+
+/// A 55-character value of another version keeps its version (only `00` takes the fast path).
+#[test]
+fn a_higher_version_of_55_characters_keeps_its_version() {
+    for (prefix, version) in [("01", 0x01), ("0a", 0x0a), ("10", 0x10), ("fe", 0xfe)] {
+        let value = format!("{prefix}{}", &VALID[2..]);
+        let tp = TraceParent::parse(&value).unwrap();
+        assert_eq!(tp.version, version, "{value}");
+        assert_eq!(&tp.encode()[..], VALID.as_bytes());
+    }
+}

@@ -144,6 +144,98 @@ fn more_than_8192_bytes_drop_the_whole_list() {
     ));
 }
 
+/// `lines` lines of valid members, `line_len` bytes each (distinct keys): joined by `,` they
+/// make a tracestate of `lines * line_len + lines - 1` bytes.
+fn lines_of(lines: usize, line_len: usize) -> Vec<String> {
+    (0..lines)
+        .map(|i| {
+            let mut line = String::new();
+            let mut j = 0;
+            while line.len() < line_len {
+                let key = format!("k{i}x{j}=");
+                let room = line_len - line.len();
+                if room > 250 + key.len() + 1 {
+                    line.push_str(&format!("{key}{},", "v".repeat(250)));
+                } else {
+                    line.push_str(&format!("{key}{}", "v".repeat(room - key.len())));
+                }
+                j += 1;
+            }
+            line
+        })
+        .collect()
+}
+
+/// The byte limit counts one `,` for every line after the first (SPEC.md §2: several lines are
+/// one list joined by `,`): two lines whose bytes alone are exactly the limit are one byte over.
+#[test]
+fn several_lines_count_one_separator_each_against_the_byte_limit() {
+    for (limit, lines) in [(8192, 2), (8192, 3), (40, 2), (40, 4)] {
+        // Enough members for the bytes: this test is about the byte limit alone.
+        let limits = Limits::default()
+            .with_tracestate_bytes(limit)
+            .with_tracestate_members(64);
+        let separators = lines - 1;
+        // Exactly at the limit once the separators are counted: kept.
+        let fits = lines_of(lines, (limit - separators) / lines);
+        let total: usize = fits.iter().map(String::len).sum::<usize>() + separators;
+        let fits: Vec<&str> = fits.iter().map(String::as_str).collect();
+        assert!(total <= limit, "{total} > {limit}");
+        let list = TraceStateList::parse(fits.iter().copied(), &limits);
+        assert!(list.is_ok(), "{limit} {lines}: {list:?}");
+
+        // The lines' bytes alone are the limit: with the separators, one byte or more over.
+        let mut over = lines_of(lines, limit / lines);
+        let short = limit - over.iter().map(String::len).sum::<usize>();
+        over[0].push_str(&"v".repeat(short));
+        let over: Vec<&str> = over.iter().map(String::as_str).collect();
+        assert_eq!(over.iter().map(|l| l.len()).sum::<usize>(), limit);
+        assert_eq!(
+            TraceStateList::parse(over.iter().copied(), &limits),
+            Err(TraceStateError::TooLong {
+                len: limit + separators,
+                limit
+            }),
+            "{limit} {lines}"
+        );
+    }
+}
+
+/// The same limit on the path extract takes (the header lines of a valid traceparent).
+#[test]
+fn extract_counts_the_separators_of_several_lines_too() {
+    use lens_core::{HeaderLines, W3cPropagator};
+    use opentelemetry::Context;
+    use opentelemetry::trace::TraceContextExt;
+
+    let limits = Limits::default().with_tracestate_bytes(20);
+    let propagator = W3cPropagator::new().with_limits(limits);
+    let traceparent = ["00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"];
+    let extract = |lines: &[&str]| {
+        let cx = propagator.extract_lines(
+            &Context::new(),
+            HeaderLines {
+                traceparent: &traceparent,
+                tracestate: lines,
+                baggage: &[],
+            },
+        );
+        cx.span().span_context().trace_state().header()
+    };
+    // 10 + 1 + 9 = 20 bytes: kept; 10 + 1 + 10 = 21: dropped whole.
+    assert_eq!(
+        extract(&["a=12345678", "b=1234567"]),
+        "a=12345678,b=1234567"
+    );
+    assert_eq!(extract(&["a=12345678", "b=12345678"]), "");
+    // 9 + 1 + 4 + 1 + 5 = 20 bytes: kept; one more: dropped.
+    assert_eq!(
+        extract(&["a=1234567", "b=12", "c=123"]),
+        "a=1234567,b=12,c=123"
+    );
+    assert_eq!(extract(&["a=1234567", "b=12", "c=1234"]), "");
+}
+
 #[test]
 fn repeated_key_keeps_its_first_member() {
     let list = parse(&["a=1,b=2,a=3"]).unwrap();

@@ -12,7 +12,7 @@
 //! | 16..16+length | the JSON bytes of [`crate::serialize_context_from`] |
 //! | rest | zeros, up to the frame capacity |
 
-use lens_core::{Carrier, Limits, extract_context};
+use lens_core::{Carrier, Limits};
 use opentelemetry::Context;
 
 use crate::context_carrier;
@@ -283,10 +283,7 @@ impl FrameCodec {
     /// when the frame is truncated, corrupt, foreign or holds no valid carrier (as Python's
     /// `extract_nccl_context` does for bad bytes).
     pub fn extract(&self, frame: &[u8]) -> Context {
-        match self.decode(frame) {
-            Ok(carrier) => extract_context(&carrier),
-            Err(_) => Context::current(),
-        }
+        lens_core::extract_carrier_context(self.decode(frame).ok().as_ref())
     }
 }
 

@@ -119,9 +119,10 @@ pub fn serialize_context_from(cx: &Context) -> Vec<u8> {
     out
 }
 
-/// Appends [`serialize_context_from`]'s bytes to `out` (reuse one buffer across calls).
+/// Appends [`serialize_context_from`]'s bytes to `out` (reuse one buffer across calls): the
+/// process-wide propagator writes them straight, without building a [`Carrier`].
 pub fn serialize_context_into(cx: &Context, out: &mut Vec<u8>) {
-    context_carrier(cx).write_json(out);
+    lens_core::propagator().inject_json(cx, out);
 }
 
 /// The carrier lens-core's propagator fills for `cx`: `traceparent`, `tracestate` and
@@ -153,9 +154,5 @@ pub fn deserialize_context(bytes: &[u8]) -> Option<Carrier> {
 /// process-wide propagator ([`lens_core::propagator`]; the defaults unless
 /// [`lens_core::install_propagator`] set others), and read in place: no [`Carrier`] is built.
 pub fn extract_nccl_context(bytes: &[u8]) -> Context {
-    // Reads the header values in place: no `Carrier` is built (SPEC.md §4 decoding still
-    // applies whole, within the process-wide propagator's limits).
-    lens_core::propagator()
-        .extract_json(&Context::new(), bytes)
-        .unwrap_or_else(|_| Context::current())
+    lens_core::extract_json_context(bytes)
 }

@@ -53,10 +53,7 @@ pub fn inject_ray_context() -> Carrier {
 /// assert!(cx.span().span_context().is_remote());
 /// ```
 pub fn extract_ray_context(carrier: Option<&Carrier>) -> Context {
-    match carrier {
-        Some(carrier) => lens_core::extract_context(carrier),
-        None => Context::current(),
-    }
+    lens_core::extract_carrier_context(carrier)
 }
 
 /// A remote call's keyword arguments plus the carrier under `_otel_carrier`.

@@ -30,12 +30,7 @@ pub(super) fn write_carrier(entries: &[(String, Lines)], out: &mut Vec<u8>) {
         if lines.is_empty() {
             continue;
         }
-        if !first {
-            out.extend_from_slice(b", ");
-        }
-        first = false;
-        write_string(key, out);
-        out.extend_from_slice(b": ");
+        write_key(&mut first, key, out);
         let lines = lines.as_slice();
         if let [line] = lines {
             write_string(line, out);
@@ -53,6 +48,36 @@ pub(super) fn write_carrier(entries: &[(String, Lines)], out: &mut Vec<u8>) {
     out.push(b'}');
 }
 
+/// Appends `{"k": "v", ...}` for single-line fields, exactly as [`write_carrier`] writes a carrier
+/// holding them in this order (Python's `json.dumps`); `None` fields are left out.
+pub(crate) fn write_fields(fields: &[(&str, Option<String>)], out: &mut Vec<u8>) {
+    let estimate: usize = fields
+        .iter()
+        .filter_map(|(k, v)| Some(k.len() + v.as_ref()?.len() + 8))
+        .sum();
+    out.reserve(estimate + 2);
+    out.push(b'{');
+    let mut first = true;
+    for (key, value) in fields {
+        let Some(value) = value else {
+            continue;
+        };
+        write_key(&mut first, key, out);
+        write_string(value, out);
+    }
+    out.push(b'}');
+}
+
+/// Appends `"key": ` to an object being written, after `, ` unless it is the `first` member.
+fn write_key(first: &mut bool, key: &str, out: &mut Vec<u8>) {
+    if !*first {
+        out.extend_from_slice(b", ");
+    }
+    *first = false;
+    write_string(key, out);
+    out.extend_from_slice(b": ");
+}
+
 fn write_u_escape(unit: u32, out: &mut Vec<u8>) {
     out.extend_from_slice(&[
         b'\\',
@@ -68,6 +93,16 @@ fn write_u_escape(unit: u32, out: &mut Vec<u8>) {
 fn write_string(s: &str, out: &mut Vec<u8>) {
     let bytes = s.as_bytes();
     out.push(b'"');
+    // Header values are almost always printable ASCII without `"` or `\`: checked without
+    // branching per byte (so the compiler can vectorize it), then copied whole.
+    let plain = bytes.iter().fold(true, |plain, &b| {
+        plain & (b.wrapping_sub(0x20) < 0x5f) & (b != b'"') & (b != b'\\')
+    });
+    if plain {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut run_start = 0;
     let mut i = 0;
     while i < bytes.len() {

@@ -1,0 +1,84 @@
+//! Between lens's baggage and opentelemetry's `Baggage` (SPEC.md §10): the header lens sends for
+//! a `Baggage` that lens did not build, written straight from it, and the mirrors both ways.
+
+use opentelemetry::baggage::{Baggage, BaggageMetadata};
+
+use super::BaggageList;
+use super::member::{properties_len, write_member};
+use super::parse::OTEL_BAGGAGE_MAX;
+use crate::Limits;
+use crate::lexical::is_token;
+
+/// The properties (trimmed) lens sends with one opentelemetry entry, when the key is a token
+/// and the properties are valid (SPEC.md §3); `None` otherwise.
+fn sendable<'b>(key: &str, metadata: &'b BaggageMetadata) -> Option<&'b str> {
+    if !is_token(key) {
+        return None;
+    }
+    let properties = metadata.as_str().trim();
+    (properties.is_empty() || properties_len(properties).is_some()).then_some(properties)
+}
+
+/// The `baggage` header lens sends for opentelemetry's `Baggage`, in its iteration order:
+/// exactly [`list_from_otel`]'s header, written in one pass into one String sized once, without
+/// building the list. An entry lens cannot send (a key that is not a token, invalid properties)
+/// or that would break a limit is left out; later entries that fit are still sent.
+pub(crate) fn header_from_otel(baggage: &Baggage, limits: &Limits) -> String {
+    // Room for the longest header the entries can give (every value byte escaped), within the
+    // byte limit: one allocation, no scan of the values.
+    let bound: usize = baggage
+        .iter()
+        .map(|(k, (v, m))| k.as_str().len() + 3 * v.as_str().len() + m.as_str().len() + 2)
+        .sum();
+    let mut header = String::with_capacity(bound.min(limits.baggage_bytes));
+    let mut written = 0usize;
+    for (key, (value, metadata)) in baggage {
+        let Some(properties) = sendable(key.as_str(), metadata) else {
+            continue;
+        };
+        if written >= limits.baggage_members {
+            break;
+        }
+        let before = header.len();
+        if written > 0 {
+            header.push(',');
+        }
+        write_member(&mut header, key.as_str(), value.as_str(), properties);
+        if header.len() > limits.baggage_bytes {
+            // Too large: left out, as `BaggageList::set` refuses it; a later one may fit.
+            header.truncate(before);
+            continue;
+        }
+        written += 1;
+    }
+    header
+}
+
+/// Rebuilds an ordered list from opentelemetry's `Baggage` (its iteration order; entries that
+/// are not valid per SPEC.md §3 or would break a limit are left out).
+pub(crate) fn list_from_otel(baggage: &Baggage, limits: &Limits) -> BaggageList {
+    let mut list = BaggageList::new();
+    for (key, (value, metadata)) in baggage {
+        // `set` refuses exactly the entries `header_from_otel` leaves out.
+        let _refused = list.set(
+            key.as_str(),
+            value.as_str(),
+            metadata.as_str().trim(),
+            limits,
+        );
+    }
+    list
+}
+
+/// Mirrors an ordered list into opentelemetry's `Baggage` (its first 64 entries).
+pub(crate) fn to_otel_baggage(list: &BaggageList) -> Baggage {
+    let mut b = Baggage::new();
+    for e in list.iter().take(OTEL_BAGGAGE_MAX) {
+        b.insert_with_metadata(
+            e.key().to_owned(),
+            e.value().to_owned(),
+            BaggageMetadata::from(e.properties()),
+        );
+    }
+    b
+}

@@ -1,0 +1,55 @@
+//! `cargo xtask mutants`: cargo-mutants over lens-core's codec modules (traceparent, tracestate,
+//! baggage, the shared lexical rules, the JSON carrier). Not part of `cargo xtask test`: on two
+//! cores it takes a long time. Surviving mutants are listed, with the reason each is equivalent,
+//! in docs/mutants.md.
+
+use crate::{Failure, Result, USAGE, cargo, is_help, run};
+
+const MUTANTS_HELP: &str = "\
+usage: cargo xtask mutants [-- CARGO-MUTANTS-ARGS...]
+
+Runs `cargo mutants -p lens-core` restricted to the codec modules:
+  crates/lens-core/src/traceparent.rs, tracestate.rs, lexical.rs, baggage/*.rs,
+  carrier/json.rs
+Arguments after `--` go to cargo-mutants (e.g. `-- --jobs 2` or `-- --list`).
+Needs cargo-mutants: `cargo install cargo-mutants`. Results land in mutants.out/.";
+
+/// The files whose mutants are tried.
+const CODEC_FILES: &[&str] = &[
+    "crates/lens-core/src/traceparent.rs",
+    "crates/lens-core/src/tracestate.rs",
+    "crates/lens-core/src/lexical.rs",
+    "crates/lens-core/src/baggage/*.rs",
+    "crates/lens-core/src/carrier/json.rs",
+];
+
+pub(crate) fn mutants(args: &[String]) -> Result {
+    let forwarded = match args.split_first() {
+        None => &[][..],
+        Some((first, _)) if is_help(first) => {
+            println!("{MUTANTS_HELP}");
+            return Ok(());
+        }
+        Some((first, rest)) if first == "--" => rest,
+        Some((first, _)) => {
+            return Err(Failure::Usage(
+                format!("`mutants` takes only arguments after `--` (got `{first}`)"),
+                USAGE,
+            ));
+        }
+    };
+    let installed = cargo(&["mutants", "--version"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !installed {
+        return Err(Failure::Step(
+            "cargo-mutants is not installed: run `cargo install cargo-mutants`".into(),
+        ));
+    }
+    let mut command = cargo(&["mutants", "-p", "lens-core", "--test-package", "lens-core"]);
+    for file in CODEC_FILES {
+        command.args(["--file", file]);
+    }
+    command.args(forwarded);
+    run("mutants", command)
+}
