@@ -77,7 +77,7 @@ struct Config {
 /// full, failed, or was dropped.
 pub type ResponseBody<B> = TracedBody<B, AtLastFrame>;
 
-/// A tower [`Layer`] that gives every HTTP request a SERVER span (SPEC.md §7, stable HTTP
+/// A tower [`Layer`] that gives every HTTP request a SERVER span (docs/propagation-rules.md#trust, stable HTTP
 /// semantic conventions).
 ///
 /// Per request it extracts the W3C trace context and baggage with lens-core through the

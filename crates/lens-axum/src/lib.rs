@@ -22,7 +22,7 @@
 //! ```
 //!
 //! Per request, the layer:
-//! * extracts `traceparent`, `tracestate` and `baggage` with lens-core (SPEC.md §1-§3) through
+//! * extracts `traceparent`, `tracestate` and `baggage` with lens-core (docs/propagation-rules.md#traceparent, docs/propagation-rules.md#tracestate, docs/propagation-rules.md#baggage) through
 //!   an [`InboundPolicy`](lens_core::policy::InboundPolicy): Trust makes the remote span the
 //!   parent, Link starts a new trace with a link to it, Ignore starts a plain new trace;
 //!   untrusted requests contribute no baggage;

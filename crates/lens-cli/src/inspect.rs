@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use lens_core::Limits;
 use lens_core::baggage::{BaggageIssueReason, BaggageList};
+use lens_core::lexical::{is_token, trim_ows};
 use lens_core::traceparent::{FLAG_RANDOM, FLAG_SAMPLED, KNOWN_FLAGS, TraceParent};
 use lens_core::tracestate::TraceStateList;
 use serde::Serialize;
@@ -18,11 +19,11 @@ mod nccl;
 
 /// `lens inspect`: decode and check traceparent, tracestate, baggage and NCCL context values.
 ///
-/// Prints each field of every value; for anything rejected, the rule of SPEC.md that rejects it.
+/// Prints each field of every value; for anything rejected, the rule of docs/propagation-rules.md that rejects it.
 #[derive(Debug, clap::Args)]
 #[command(
     long_about = "Decodes a traceparent, tracestate or baggage header value and prints each \
-field; for anything rejected, prints the rule of SPEC.md that rejects it.
+field; for anything rejected, prints the rule of docs/propagation-rules.md that rejects it.
 
 VALUE is a header value (`00-4bf9...-01`) or a header line (`baggage: user=alice`; the name is \
 case-insensitive). Several VALUEs are several lines of one header, read as lens reads them \
@@ -50,7 +51,7 @@ pub(crate) struct Args {
     #[arg(long = "as", value_name = "KIND", value_enum, ignore_case = true)]
     kind: Option<KindArg>,
 
-    /// Baggage: decode `+` in values as a space (Python senders; SPEC.md §3)
+    /// Baggage: decode `+` in values as a space (Python senders; docs/propagation-rules.md#baggage)
     #[arg(long)]
     plus_as_space: bool,
 
@@ -158,7 +159,7 @@ struct Rejection {
     member: Option<String>,
     /// lens-core's message.
     reason: String,
-    /// The rule the message cites (`SPEC §1`).
+    /// The rule the message cites (docs/propagation-rules.md#traceparent`).
     rule: Option<String>,
     /// What lens does about it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -176,9 +177,9 @@ impl Rejection {
     }
 }
 
-/// The rule a lens-core message cites: its last parenthesised `SPEC ...` reference.
+/// The rule a lens-core message cites: its last parenthesised docs/propagation-rules.md ...` reference.
 fn cited_rule(message: &str) -> Option<String> {
-    let start = message.rfind("(SPEC")? + 1;
+    let start = message.rfind("(docs/propagation-rules.md")? + 1;
     let len = message[start..].find(')')?;
     Some(message[start..start + len].to_owned())
 }
@@ -467,18 +468,7 @@ fn inspect_header(
 /// followed by `:`.
 fn split_header(line: &str) -> Option<(&str, &str)> {
     let (name, value) = line.split_once(':')?;
-    let is_token = !name.is_empty() && name.bytes().all(is_tchar);
-    is_token.then_some((name, value))
-}
-
-/// RFC 7230 tchar.
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
-
-/// Spaces and tabs around a value are not part of it.
-fn trim_ows(s: &str) -> &str {
-    s.trim_matches([' ', '\t'])
+    is_token(name).then_some((name, value))
 }
 
 /// Whether `value` looks like a traceparent: two letters or digits, `-`, a hex digit, only hex
@@ -568,8 +558,7 @@ fn detect_list_kind(lines: &[&str], limits: &Limits, plus_as_space: bool) -> Kin
     }
 }
 
-const TRACEPARENT_EFFECT: &str =
-    "no remote parent (a new trace starts), and the tracestate is dropped with it (SPEC §1)";
+const TRACEPARENT_EFFECT: &str = "no remote parent (a new trace starts), and the tracestate is dropped with it (docs/propagation-rules.md#traceparent)";
 
 fn traceparent(i: &mut Inspection, lines: &[&str], limits: &Limits) {
     let parsed = TraceParent::parse_lines(lines.iter().copied(), limits.traceparent_bytes);
@@ -620,7 +609,7 @@ fn traceparent(i: &mut Inspection, lines: &[&str], limits: &Limits) {
     if unknown != 0 {
         let note = format!(
             "unknown bits {unknown:02x} are sent on as 0; only sampled ({FLAG_SAMPLED:02x}) \
-             and random ({FLAG_RANDOM:02x}) are kept (SPEC §1)"
+             and random ({FLAG_RANDOM:02x}) are kept (docs/propagation-rules.md#traceparent)"
         );
         let _ = writeln!(i.text, "             {note}");
         i.notes.push(note);
@@ -630,8 +619,7 @@ fn traceparent(i: &mut Inspection, lines: &[&str], limits: &Limits) {
     i.sent = Some(sent);
 }
 
-const TRACESTATE_EFFECT: &str =
-    "the whole tracestate is dropped; the traceparent is kept (SPEC §2)";
+const TRACESTATE_EFFECT: &str = "the whole tracestate is dropped; the traceparent is kept (docs/propagation-rules.md#tracestate)";
 
 /// Members of a list as received (lines split at commas, empty members ignored).
 fn received_members(lines: &[&str]) -> usize {
@@ -670,14 +658,14 @@ fn tracestate(i: &mut Inspection, lines: &[&str], limits: &Limits) {
     if repeated > 0 {
         i.note(format!(
             "{repeated} repeated key{} dropped; the first (leftmost) member of a key is \
-             kept (SPEC §2)",
+             kept (docs/propagation-rules.md#tracestate)",
             plural(repeated)
         ));
     }
     if list.is_empty() {
         let _ = writeln!(
             i.text,
-            "  sent as    (no tracestate header: the list is empty, SPEC §2)"
+            "  sent as    (no tracestate header: the list is empty, docs/propagation-rules.md#tracestate)"
         );
     } else {
         let _ = writeln!(i.text, "  sent as    {}", list.header());
@@ -749,7 +737,7 @@ fn baggage(i: &mut Inspection, lines: &[&str], limits: &Limits, plus_as_space: b
     if merged > 0 && !hit_limit {
         i.note(format!(
             "{merged} repeated key{} merged; the last value wins, at the position where \
-             the key first appeared (SPEC §3)",
+             the key first appeared (docs/propagation-rules.md#baggage)",
             plural(merged)
         ));
     }
@@ -785,12 +773,12 @@ mod tests {
     #[test]
     fn the_cited_rule_is_the_last_spec_reference() {
         assert_eq!(
-            cited_rule("value is 600 bytes; at most 512 (SPEC §1, §8)").as_deref(),
-            Some("SPEC §1, §8")
+            cited_rule("value is 600 bytes; at most 512 (docs/propagation-rules.md#traceparent, docs/propagation-rules.md#limits)").as_deref(),
+            Some("docs/propagation-rules.md#traceparent, docs/propagation-rules.md#limits")
         );
         assert_eq!(
-            cited_rule("key (a) is bad (SPEC.md §3)").as_deref(),
-            Some("SPEC.md §3")
+            cited_rule("key (a) is bad (docs/propagation-rules.md#baggage)").as_deref(),
+            Some("docs/propagation-rules.md#baggage")
         );
         assert_eq!(cited_rule("no rule here"), None);
     }

@@ -1,7 +1,7 @@
 //! `lens`: command-line tools for W3C Trace Context and W3C Baggage.
 //!
 //! * `lens inspect VALUE...` (or `lens inspect -` for standard input): decode a traceparent,
-//!   tracestate or baggage value (or a `name: value` header line) and say which rule of SPEC.md
+//!   tracestate or baggage value (or a `name: value` header line) and say which rule of docs/propagation-rules.md
 //!   rejects anything invalid; `--json` for one JSON object per value.
 //! * `lens demo`: one request through HTTP, gRPC, a remote call and pipeline ranks, printed
 //!   as one trace (a waterfall; `--json`, `--html FILE`, `--requests N`, `--otlp URL`).
@@ -43,7 +43,7 @@ enum Command {
     Inspect(inspect::Args),
     /// Run a traced request through HTTP, gRPC, a remote call and 4 ranks; print its trace
     Demo(demo::Args),
-    /// Run the W3C Trace Context test service (SPEC.md §11)
+    /// Run the W3C Trace Context test service (docs/propagation-rules.md#w3c-test-service)
     #[command(name = "w3c-service")]
     W3cService(w3c_service::Args),
     /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell) on stdout

@@ -1,5 +1,5 @@
 //! `lens w3c-service --listen ADDR`: the service under test of the W3C Trace Context test suite
-//! (SPEC.md §11), built only from the lens axum layer (inbound) and the lens reqwest middleware
+//! (docs/propagation-rules.md#w3c-test-service), built only from the lens axum layer (inbound) and the lens reqwest middleware
 //! (outbound), with nothing special-cased.
 //!
 //! The harness POSTs a JSON array of `{"url": "...", "arguments": [...]}`; for each element, in
@@ -29,7 +29,7 @@ const DEFAULT_LISTEN: &str = "127.0.0.1:7778";
 #[derive(Debug, clap::Args)]
 #[command(
     long_about = "Runs the service under test of the W3C Trace Context test suite \
-(SPEC.md §11) on ADDR. Prints `listening on http://ADDR` once ready.
+(docs/propagation-rules.md#w3c-test-service) on ADDR. Prints `listening on http://ADDR` once ready.
 
 Each POST (any path) carries a JSON array of {\"url\", \"arguments\"}: the service POSTs the \
 arguments to each url in order, from a new client span each, then answers 200.",

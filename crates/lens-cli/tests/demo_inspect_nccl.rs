@@ -1,5 +1,5 @@
 //! `lens inspect` reads NCCL context bytes: the JSON text, its base64, and base64 context
-//! frames; rejected bytes are invalid (exit 1) with the SPEC rule, header values are unaffected.
+//! frames; rejected bytes are invalid (exit 1) with the docs/propagation-rules.md rule, header values are unaffected.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::process::{Command, Output};
@@ -72,7 +72,10 @@ fn rejected_json_is_invalid_with_the_spec_rule() {
     let (output, text) = inspect(&[r#"{"traceparent": NaN}"#]);
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(text.contains("not a JSON carrier"), "{text}");
-    assert!(text.contains("SPEC.md §4"), "{text}");
+    assert!(
+        text.contains("docs/propagation-rules.md#carriers"),
+        "{text}"
+    );
     // --as nccl with something that is not NCCL bytes is a usage error.
     let (output, _) = inspect(&["--as", "nccl", TRACEPARENT]);
     assert_eq!(output.status.code(), Some(2));

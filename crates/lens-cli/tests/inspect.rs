@@ -109,7 +109,7 @@ fn invalid_traceparents_name_the_rule() {
         assert_eq!(run.code, Some(1), "{value}: {}", run.stdout);
         assert_has(&run, "invalid: ");
         assert_has(&run, rule);
-        assert_has(&run, "(SPEC §1)");
+        assert_has(&run, "(docs/propagation-rules.md#traceparent)");
         assert_has(&run, "no remote parent");
     }
 }
@@ -151,7 +151,7 @@ fn invalid_tracestate_names_the_rule() {
     let run = inspect(&["TraceState: Foo=1"]);
     assert_eq!(run.code, Some(1), "{}", run.stdout);
     assert_has(&run, "invalid: key \"Foo\" is invalid");
-    assert_has(&run, "(SPEC §2)");
+    assert_has(&run, "(docs/propagation-rules.md#tracestate)");
     assert_has(&run, "the whole tracestate is dropped");
 
     let many: Vec<String> = (0..33).map(|i| format!("k{i}=v")).collect();
@@ -196,7 +196,7 @@ fn invalid_baggage_members_are_dropped_with_the_rule() {
     assert_has(&run, "invalid: 2 members dropped; 1 kept");
     assert_has(&run, "dropped `a b=1`: a baggage key must be an HTTP token");
     assert_has(&run, "dropped `bad=x\"y`: ");
-    assert_has(&run, "SPEC.md §3");
+    assert_has(&run, "docs/propagation-rules.md#baggage");
     assert_has(&run, "1 repeated key merged");
     assert_has(&run, "sent as    c=3");
 }

@@ -53,7 +53,7 @@ fn an_invalid_traceparent_gives_the_rule_and_sends_nothing() {
             .contains("trace-id is all zeros"),
         "{rejection}"
     );
-    assert_eq!(rejection["rule"], "SPEC §1");
+    assert_eq!(rejection["rule"], "docs/propagation-rules.md#traceparent");
     assert!(
         rejection["effect"]
             .as_str()
@@ -70,7 +70,10 @@ fn baggage_rejections_name_the_member_and_the_rule() {
     let o = &objects(&run.stdout)[0];
     assert_eq!(o["kind"], "baggage");
     assert_eq!(o["rejections"][0]["member"], "a b=1");
-    assert_eq!(o["rejections"][0]["rule"], "SPEC.md §3");
+    assert_eq!(
+        o["rejections"][0]["rule"],
+        "docs/propagation-rules.md#baggage"
+    );
     assert_eq!(
         o["fields"]["members"],
         serde_json::json!([{"key": "c", "value": "3", "properties": ""}])

@@ -18,7 +18,7 @@
 //! the same opentelemetry Context (span context with its `TraceState`, plus `Baggage`) from ready
 //! values; traceparent encodes/parses 55 bytes by hand (`support/traceparent_floor.rs`). Every
 //! contender's result is checked before it is timed. Extract L also shows, as references rather
-//! than targets, the floor plus a copy shaped like SPEC §10's, and a minimal parser for the
+//! than targets, the floor plus a copy shaped like docs/propagation-rules.md#opentelemetry-types, and a minimal parser for the
 //! bench's input plus that copy (`support/minimal_extract.rs`).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -263,7 +263,7 @@ fn fixture_p() {
     );
 }
 
-/// What lens keeps beside opentelemetry's values after an extract (SPEC §10), in shape.
+/// What lens keeps beside opentelemetry's values after an extract (docs/propagation-rules.md#opentelemetry-types), in shape.
 struct CopyShapedLikeSpec10 {
     _tracestate: String,
     _baggage: String,
@@ -310,7 +310,7 @@ fn fixture_l() {
         expected
     );
 
-    // A reference, not a target: the floor plus a copy shaped like SPEC §10's (one more Context
+    // A reference, not a target: the floor plus a copy shaped like docs/propagation-rules.md#opentelemetry-types (one more Context
     // value holding the two header strings lens keeps and an anchor Context), without parsing.
     let (ts_header, bag_header) = (TRACESTATE.to_owned(), BAGGAGE.to_owned());
     let floor_with_copy = || {

@@ -1,4 +1,4 @@
-//! What lens keeps in an opentelemetry [`Context`] beside opentelemetry's own types (SPEC.md §10),
+//! What lens keeps in an opentelemetry [`Context`] beside opentelemetry's own types (docs/propagation-rules.md#opentelemetry-types),
 //! and the baggage helpers built on it.
 //!
 //! opentelemetry's `TraceState` rejects keys the current W3C grammar allows, and its `Baggage` is
@@ -206,7 +206,7 @@ pub(crate) fn extracted_context(
     }
 }
 
-/// lens's extension methods on [`Context`]: ordered baggage (SPEC.md §3, §10) and trace ids.
+/// lens's extension methods on [`Context`]: ordered baggage (docs/propagation-rules.md#baggage, docs/propagation-rules.md#opentelemetry-types) and trace ids.
 pub trait LensContextExt {
     /// The Context's baggage in order, with properties and the header lens would send.
     ///

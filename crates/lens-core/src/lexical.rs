@@ -1,4 +1,4 @@
-//! Lexical rules shared by every header grammar lens reads (SPEC.md §1-§3): optional whitespace
+//! Lexical rules shared by every header grammar lens reads (docs/propagation-rules.md#traceparent, docs/propagation-rules.md#tracestate, docs/propagation-rules.md#baggage): optional whitespace
 //! (OWS: spaces and tabs only), RFC 7230 tokens, hex digits, and splitting on one ASCII byte.
 //!
 //! Every lens parser uses these, and so can tools that explain headers (`lens inspect`):
@@ -16,7 +16,7 @@
 //! Plain byte loops: header parts are short, and `str::split`'s generic searcher (or memchr)
 //! costs more than the scan itself on them.
 
-/// Whether `b` is optional whitespace: a space or a tab, and nothing else (SPEC.md §1-§3).
+/// Whether `b` is optional whitespace: a space or a tab, and nothing else (docs/propagation-rules.md#traceparent, docs/propagation-rules.md#tracestate, docs/propagation-rules.md#baggage).
 #[inline]
 pub const fn is_ows(b: u8) -> bool {
     b == b' ' || b == b'\t'
@@ -32,7 +32,7 @@ pub fn skip_ows(bytes: &[u8], mut from: usize) -> usize {
     from
 }
 
-/// Removes spaces and tabs (and only those: SPEC.md §1-§3) at both ends.
+/// Removes spaces and tabs (and only those: docs/propagation-rules.md#traceparent, docs/propagation-rules.md#tracestate, docs/propagation-rules.md#baggage) at both ends.
 #[inline]
 pub fn trim_ows(s: &str) -> &str {
     let b = s.as_bytes();
@@ -57,7 +57,7 @@ pub fn is_token(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(is_tchar)
 }
 
-/// The value of a hex digit of either case (baggage percent escapes, SPEC.md §3).
+/// The value of a hex digit of either case (baggage percent escapes, docs/propagation-rules.md#baggage).
 #[inline]
 pub const fn hex_value(b: u8) -> Option<u8> {
     match b {
@@ -68,7 +68,7 @@ pub const fn hex_value(b: u8) -> Option<u8> {
     }
 }
 
-/// The value of a lowercase hex digit (traceparent fields, SPEC.md §1: uppercase is invalid).
+/// The value of a lowercase hex digit (traceparent fields, docs/propagation-rules.md#traceparent: uppercase is invalid).
 #[inline]
 pub const fn lower_hex_value(b: u8) -> Option<u8> {
     match b {

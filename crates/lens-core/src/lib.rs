@@ -23,7 +23,7 @@
 //! assert_eq!(outgoing["baggage"], "tenant=acme,user=alice%20smith");
 //! ```
 //!
-//! The rules (SPEC.md) follow the W3C specifications where opentelemetry's stock propagators do
+//! The rules (docs/propagation-rules.md) follow the W3C specifications where opentelemetry's stock propagators do
 //! not: every header line is read, every field length checked, the random flag kept, the current
 //! tracestate key grammar accepted, baggage kept in order with its properties, and every input
 //! bounded by [`Limits`].

@@ -1,6 +1,6 @@
-//! Size limits applied to everything lens reads from outside the process (SPEC.md §8).
+//! Size limits applied to everything lens reads from outside the process (docs/propagation-rules.md#limits).
 
-/// Size limits for propagation input. The defaults are those of SPEC.md §8.
+/// Size limits for propagation input. The defaults are those of docs/propagation-rules.md#limits.
 ///
 /// Every limit bounds both the work done and the memory allocated for hostile input: lens never
 /// examines more than these many bytes of a value.
@@ -32,7 +32,7 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The limits of SPEC.md §8.
+    /// The limits of docs/propagation-rules.md#limits.
     pub const DEFAULT: Limits = Limits {
         traceparent_bytes: 512,
         tracestate_members: 32,

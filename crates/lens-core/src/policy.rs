@@ -1,4 +1,4 @@
-//! Trust boundaries (SPEC.md §7): which inbound requests may parent our spans and contribute
+//! Trust boundaries (docs/propagation-rules.md#trust): which inbound requests may parent our spans and contribute
 //! baggage, and which outbound hosts receive trace context and baggage.
 //!
 //! Defaults keep parity with NeMo Lens: trust every request, send to every host. Each policy is
@@ -116,7 +116,7 @@ enum InboundRule {
     Custom(Arc<DecideFn>),
 }
 
-/// Decides per inbound request whether its propagated context is trusted (SPEC.md §7).
+/// Decides per inbound request whether its propagated context is trusted (docs/propagation-rules.md#trust).
 #[derive(Clone)]
 pub struct InboundPolicy {
     rule: InboundRule,
@@ -370,7 +370,7 @@ pub struct OutboundDecision {
     pub baggage: bool,
 }
 
-/// Decides per destination host which propagation headers go out (SPEC.md §7).
+/// Decides per destination host which propagation headers go out (docs/propagation-rules.md#trust).
 ///
 /// Host patterns are exact names or IP literals (`localhost`, `10.0.0.5`, `api.example.com`) or a
 /// leading wildcard for subdomains (`*.example.com`), compared case-insensitively.

@@ -25,7 +25,7 @@ pub const TRACESTATE_HEADER: &str = "tracestate";
 pub const BAGGAGE_HEADER: &str = "baggage";
 
 /// W3C Trace Context (`traceparent`, `tracestate`) and W3C Baggage (`baggage`) in one
-/// [`TextMapPropagator`], with lens's own codec (SPEC.md §1-§3, §8).
+/// [`TextMapPropagator`], with lens's own codec (docs/propagation-rules.md#traceparent, docs/propagation-rules.md#tracestate, docs/propagation-rules.md#baggage, docs/propagation-rules.md#limits).
 ///
 /// ```
 /// use std::collections::HashMap;
@@ -143,14 +143,14 @@ impl W3cPropagator {
         })
     }
 
-    /// Sets the limits (SPEC.md §8).
+    /// Sets the limits (docs/propagation-rules.md#limits).
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
     }
 
     /// Decodes `+` in incoming baggage values as a space, for Python OpenTelemetry senders
-    /// (SPEC.md §3). Off by default.
+    /// (docs/propagation-rules.md#baggage). Off by default.
     pub fn with_plus_as_space(mut self, on: bool) -> Self {
         self.plus_as_space = on;
         self
@@ -219,7 +219,7 @@ impl W3cPropagator {
 
     /// Injects `cx` as the bytes of a JSON carrier, appended to `out`: exactly what injecting into
     /// a [`Carrier`](crate::Carrier) and [`Carrier::write_json`](crate::Carrier::write_json) give
-    /// (Python's `json.dumps` of the carrier, SPEC.md §6; `{}` when nothing is sent), without
+    /// (Python's `json.dumps` of the carrier, docs/propagation-rules.md#json-byte-format; `{}` when nothing is sent), without
     /// building the `Carrier`.
     ///
     /// ```
@@ -388,7 +388,7 @@ impl W3cPropagator {
         )
     }
 
-    /// Extracts into `cx` straight from the bytes of a JSON carrier (SPEC.md §4): what decoding
+    /// Extracts into `cx` straight from the bytes of a JSON carrier (docs/propagation-rules.md#carriers): what decoding
     /// them with [`Carrier::from_json_bytes_with_limits`](crate::Carrier::from_json_bytes_with_limits)
     /// (this propagator's [`Limits`]) and extracting from that carrier gives, without building
     /// the `Carrier`: the header values
@@ -522,7 +522,7 @@ impl<'a> LineRefs<'a> {
 
 /// Header lines read from a carrier, for [`W3cPropagator::extract_lines`]; an empty slice is an
 /// absent header. Several lines of one header are what several header fields of that name
-/// give (SPEC.md §1-§3 say how they combine).
+/// give (docs/propagation-rules.md#traceparent, docs/propagation-rules.md#tracestate, docs/propagation-rules.md#baggage say how they combine).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HeaderLines<'a> {
     /// The `traceparent` lines.
@@ -634,7 +634,7 @@ pub fn inject_context_from(cx: &Context, injector: &mut dyn Injector) {
 }
 
 /// Extracts a Context from a carrier, always starting from an empty Context (NeMo Lens
-/// `extract_context`, SPEC.md §5): without a valid traceparent the result has no remote span.
+/// `extract_context`, docs/propagation-rules.md#extract-and-inject): without a valid traceparent the result has no remote span.
 pub fn extract_context(extractor: &dyn Extractor) -> Context {
     propagator().extract_with_context(&Context::new(), extractor)
 }
@@ -645,7 +645,7 @@ pub fn extract_context_with(cx: &Context, extractor: &dyn Extractor) -> Context 
 }
 
 /// The Context in the bytes of a JSON carrier (NCCL bytes, a Ray-style call's carrier), with the
-/// process-wide propagator (SPEC.md §4, §5): bytes holding a carrier are extracted from an empty
+/// process-wide propagator (docs/propagation-rules.md#carriers, docs/propagation-rules.md#extract-and-inject): bytes holding a carrier are extracted from an empty
 /// Context (`{}` gives an empty Context); bytes that are not a valid JSON carrier give the
 /// caller's current Context, as NeMo Lens does. The bytes are read in place (see
 /// [`W3cPropagator::extract_json`]).
@@ -663,7 +663,7 @@ pub fn extract_json_context(json: &[u8]) -> Context {
     callers_context_unless(propagator().extract_json(&Context::new(), json).ok())
 }
 
-/// The Context of a JSON carrier already decoded (SPEC.md §5): `Some` is extracted from an empty
+/// The Context of a JSON carrier already decoded (docs/propagation-rules.md#extract-and-inject): `Some` is extracted from an empty
 /// Context; `None` (no carrier was sent, or its bytes were rejected) gives the caller's current
 /// Context, as NeMo Lens does.
 ///
@@ -680,7 +680,7 @@ pub fn extract_carrier_context(carrier: Option<&crate::Carrier>) -> Context {
     callers_context_unless(carrier.map(|carrier| extract_context(carrier)))
 }
 
-/// SPEC.md §5, written once: no carrier, or one that is rejected, means the caller's Context.
+/// docs/propagation-rules.md#extract-and-inject, written once: no carrier, or one that is rejected, means the caller's Context.
 fn callers_context_unless(extracted: Option<Context>) -> Context {
     extracted.unwrap_or_else(Context::current)
 }

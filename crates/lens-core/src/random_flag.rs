@@ -2,7 +2,7 @@
 //!
 //! opentelemetry_sdk 0.33 gives a root span flags built from nothing and a dropped
 //! (non-sampled) span flags `00`, so a trace's random flag would be lost on the way out
-//! (SPEC.md §1: an incoming random flag must come out again on every outgoing header of the same
+//! (docs/propagation-rules.md#traceparent: an incoming random flag must come out again on every outgoing header of the same
 //! trace). [`context_with_span`] puts a span in a Context so that its visible span context carries
 //! the flag whenever the trace has it.
 //!

@@ -1,4 +1,4 @@
-//! The `traceparent` header (W3C Trace Context, SPEC.md §1).
+//! The `traceparent` header (W3C Trace Context, docs/propagation-rules.md#traceparent).
 //!
 //! ```
 //! use lens_core::traceparent::TraceParent;
@@ -24,7 +24,7 @@ pub const TRACEPARENT_LEN: usize = 55;
 pub const FLAG_SAMPLED: u8 = 0x01;
 /// Trace flag bit (Trace Context Level 2): the trace-id's right-most 7 bytes are random.
 pub const FLAG_RANDOM: u8 = 0x02;
-/// The flag bits lens sends on; every other bit is 0 on outgoing headers (SPEC.md §1).
+/// The flag bits lens sends on; every other bit is 0 on outgoing headers (docs/propagation-rules.md#traceparent).
 pub const KNOWN_FLAGS: u8 = FLAG_SAMPLED | FLAG_RANDOM;
 
 /// The two lowercase hex digits of every byte.
@@ -52,13 +52,13 @@ pub struct TraceParent {
     pub flags: u8,
 }
 
-/// Why a traceparent value was rejected. Each message names the rule of SPEC.md §1.
+/// Why a traceparent value was rejected. Each message names the rule of docs/propagation-rules.md#traceparent.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum TraceParentError {
     /// Longer than the configured limit.
     #[error(
-        "value is {len} bytes; at most {limit} bytes of a traceparent are examined (SPEC §1, §8)"
+        "value is {len} bytes; at most {limit} bytes of a traceparent are examined (docs/propagation-rules.md#traceparent, docs/propagation-rules.md#limits)"
     )]
     TooLong {
         /// Length of the value.
@@ -68,21 +68,21 @@ pub enum TraceParentError {
     },
     /// A control character other than leading/trailing space or tab.
     #[error(
-        "control or non-ASCII character at byte {at}; only spaces and tabs around the value are ignored (SPEC §1)"
+        "control or non-ASCII character at byte {at}; only spaces and tabs around the value are ignored (docs/propagation-rules.md#traceparent)"
     )]
     InvalidCharacter {
         /// Byte offset in the trimmed value.
         at: usize,
     },
     /// The version field is not two lowercase hex digits.
-    #[error("version must be two lowercase hex digits (SPEC §1)")]
+    #[error("version must be two lowercase hex digits (docs/propagation-rules.md#traceparent)")]
     InvalidVersion,
     /// Version `ff` is forbidden.
-    #[error("version ff is invalid (SPEC §1)")]
+    #[error("version ff is invalid (docs/propagation-rules.md#traceparent)")]
     ForbiddenVersion,
     /// Wrong length for the version.
     #[error(
-        "a version-{version:02x} traceparent is exactly 55 characters (2HEX-32HEX-16HEX-2HEX); got {len} (SPEC §1)"
+        "a version-{version:02x} traceparent is exactly 55 characters (2HEX-32HEX-16HEX-2HEX); got {len} (docs/propagation-rules.md#traceparent)"
     )]
     WrongLength {
         /// Version of the value.
@@ -91,30 +91,34 @@ pub enum TraceParentError {
         len: usize,
     },
     /// A `-` is missing between fields.
-    #[error("fields must be separated by '-' at positions 2, 35 and 52 (SPEC §1)")]
+    #[error(
+        "fields must be separated by '-' at positions 2, 35 and 52 (docs/propagation-rules.md#traceparent)"
+    )]
     MissingSeparator,
     /// The trace-id is not 32 lowercase hex digits.
-    #[error("trace-id must be 32 lowercase hex digits (SPEC §1)")]
+    #[error("trace-id must be 32 lowercase hex digits (docs/propagation-rules.md#traceparent)")]
     InvalidTraceId,
     /// The trace-id is all zeros.
-    #[error("trace-id is all zeros (SPEC §1)")]
+    #[error("trace-id is all zeros (docs/propagation-rules.md#traceparent)")]
     ZeroTraceId,
     /// The parent-id is not 16 lowercase hex digits.
-    #[error("parent-id must be 16 lowercase hex digits (SPEC §1)")]
+    #[error("parent-id must be 16 lowercase hex digits (docs/propagation-rules.md#traceparent)")]
     InvalidParentId,
     /// The parent-id is all zeros.
-    #[error("parent-id is all zeros (SPEC §1)")]
+    #[error("parent-id is all zeros (docs/propagation-rules.md#traceparent)")]
     ZeroParentId,
     /// The flags are not two lowercase hex digits.
-    #[error("trace-flags must be two lowercase hex digits (SPEC §1)")]
+    #[error("trace-flags must be two lowercase hex digits (docs/propagation-rules.md#traceparent)")]
     InvalidFlags,
     /// A higher version continues after the flags with something other than `-` and printable ASCII.
     #[error(
-        "after the flags a version above 00 may continue only with '-' and printable ASCII (SPEC §1)"
+        "after the flags a version above 00 may continue only with '-' and printable ASCII (docs/propagation-rules.md#traceparent)"
     )]
     InvalidSuffix,
     /// Several traceparent lines with different values.
-    #[error("several traceparent lines with different values (SPEC §1)")]
+    #[error(
+        "several traceparent lines with different values (docs/propagation-rules.md#traceparent)"
+    )]
     ConflictingLines,
 }
 
@@ -265,7 +269,7 @@ impl TraceParent {
     }
 
     /// Parses all lines of a traceparent header: identical repeats count as one, lines that
-    /// differ make the header invalid (SPEC §1).
+    /// differ make the header invalid (docs/propagation-rules.md#traceparent).
     pub fn parse_lines<'a, I>(lines: I, limit: usize) -> Result<TraceParent, TraceParentError>
     where
         I: IntoIterator<Item = &'a str>,
@@ -283,7 +287,7 @@ impl TraceParent {
     }
 
     /// The traceparent of a span context, flags restricted to the bits lens sends on.
-    /// `None` when the trace-id or span-id is all zeros (SPEC §5).
+    /// `None` when the trace-id or span-id is all zeros (docs/propagation-rules.md#extract-and-inject).
     pub fn from_span_context(sc: &SpanContext) -> Option<TraceParent> {
         if sc.trace_id() == TraceId::INVALID || sc.span_id() == SpanId::INVALID {
             return None;
@@ -318,7 +322,7 @@ impl TraceParent {
     }
 
     /// Encodes as a version-00 value: `00-{trace_id}-{parent_id}-{flags}`, flags restricted to
-    /// sampled and random (SPEC §1).
+    /// sampled and random (docs/propagation-rules.md#traceparent).
     pub fn encode(&self) -> [u8; TRACEPARENT_LEN] {
         let mut out = *b"00-00000000000000000000000000000000-0000000000000000-00";
         write_hex(&mut out[3..35], &self.trace_id.to_bytes());

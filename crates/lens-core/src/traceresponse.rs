@@ -31,7 +31,7 @@ pub struct TraceResponse {
 }
 
 impl TraceResponse {
-    /// Parses a value with the traceparent rules (SPEC.md §1).
+    /// Parses a value with the traceparent rules (docs/propagation-rules.md#traceparent).
     pub fn parse(value: &str) -> Result<TraceResponse, TraceParentError> {
         TraceParent::parse(value).map(Self::from)
     }

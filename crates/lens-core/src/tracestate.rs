@@ -1,4 +1,4 @@
-//! The `tracestate` header (W3C Trace Context, SPEC.md §2).
+//! The `tracestate` header (W3C Trace Context, docs/propagation-rules.md#tracestate).
 //!
 //! ```
 //! use lens_core::{Limits, tracestate::TraceStateList};
@@ -18,13 +18,13 @@ const MAX_KEY_LEN: usize = 256;
 /// Longest value.
 const MAX_VALUE_LEN: usize = 256;
 
-/// Why a tracestate was dropped. Each message names the rule of SPEC.md §2.
+/// Why a tracestate was dropped. Each message names the rule of docs/propagation-rules.md#tracestate.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum TraceStateError {
     /// More bytes than the limit.
     #[error(
-        "tracestate is {len} bytes; more than {limit} drops the whole tracestate (SPEC §2, §8)"
+        "tracestate is {len} bytes; more than {limit} drops the whole tracestate (docs/propagation-rules.md#tracestate, docs/propagation-rules.md#limits)"
     )]
     TooLong {
         /// Bytes seen (all lines joined by ',').
@@ -33,20 +33,22 @@ pub enum TraceStateError {
         limit: usize,
     },
     /// More members than the limit.
-    #[error("more than {limit} list members drops the whole tracestate (SPEC §2, §8)")]
+    #[error(
+        "more than {limit} list members drops the whole tracestate (docs/propagation-rules.md#tracestate, docs/propagation-rules.md#limits)"
+    )]
     TooManyMembers {
         /// The limit in force.
         limit: usize,
     },
     /// A member without `=`.
-    #[error("member {member:?} has no '=' (SPEC §2)")]
+    #[error("member {member:?} has no '=' (docs/propagation-rules.md#tracestate)")]
     MissingEquals {
         /// The member as received.
         member: String,
     },
     /// A key outside the grammar.
     #[error(
-        "key {key:?} is invalid: a lowercase letter or digit, then up to 255 of a-z 0-9 _ - * / @ (SPEC §2)"
+        "key {key:?} is invalid: a lowercase letter or digit, then up to 255 of a-z 0-9 _ - * / @ (docs/propagation-rules.md#tracestate)"
     )]
     InvalidKey {
         /// The key as received.
@@ -54,7 +56,7 @@ pub enum TraceStateError {
     },
     /// A value outside the grammar.
     #[error(
-        "value {value:?} is invalid: 1 to 256 printable ASCII characters except ',' and '=', ending in a non-space (SPEC §2)"
+        "value {value:?} is invalid: 1 to 256 printable ASCII characters except ',' and '=', ending in a non-space (docs/propagation-rules.md#tracestate)"
     )]
     InvalidValue {
         /// The value as received.
@@ -65,7 +67,7 @@ pub enum TraceStateError {
 /// An ordered, validated tracestate list, with the header lens sends for it.
 ///
 /// Holds every key of the current W3C grammar, including those opentelemetry's
-/// [`TraceState`] rejects (SPEC.md §10).
+/// [`TraceState`] rejects (docs/propagation-rules.md#opentelemetry-types).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TraceStateList {
     /// Members joined by ',' without spaces: exactly the header lens sends. Keys and values
@@ -141,7 +143,7 @@ fn valid_key(key: &[u8]) -> bool {
     }
 }
 
-/// A whole value (SPEC.md §2): 1 to 256 printable ASCII characters except `,` and `=`, ending in
+/// A whole value (docs/propagation-rules.md#tracestate): 1 to 256 printable ASCII characters except `,` and `=`, ending in
 /// a non-space. Checked without a branch per byte (so the compiler can vectorize it): the values
 /// judged here (opentelemetry's, on inject) are almost always valid.
 #[inline]
@@ -267,7 +269,7 @@ impl<'a> MemberSink<'a> for InlineMembers<'a> {
     }
 }
 
-/// The one tracestate parser (SPEC.md §2): one pass over each line, validating every member and
+/// The one tracestate parser (docs/propagation-rules.md#tracestate): one pass over each line, validating every member and
 /// giving the members to keep to `sink`, in order, repeated keys left out. `Ok(false)` when the
 /// sink refused a member (parsing stopped there).
 fn parse_members<'a, I, S>(lines: I, limits: &Limits, sink: &mut S) -> Result<bool, TraceStateError>
@@ -382,7 +384,7 @@ fn member_error(line: &str, start: usize) -> TraceStateError {
     }
 }
 
-/// The tracestate of a valid traceparent, as extract reads it (SPEC §2, §10).
+/// The tracestate of a valid traceparent, as extract reads it (docs/propagation-rules.md#tracestate, docs/propagation-rules.md#opentelemetry-types).
 // Lives on the stack for one extract; boxing the inline members would cost the allocation
 // this type exists to avoid.
 #[allow(clippy::large_enum_variant)]
@@ -469,7 +471,7 @@ pub(crate) fn header_from_otel(state: &TraceState) -> Option<String> {
         return None;
     }
     // Common case: every member valid, no key repeated: the header is the members joined.
-    // opentelemetry's non-empty keys are valid here (its grammar is a subset of SPEC.md §2's,
+    // opentelemetry's non-empty keys are valid here (its grammar is a subset of docs/propagation-rules.md#tracestate,
     // but it takes an empty key); its values need the full check (it allows empty ones, control
     // characters, a trailing space).
     let mut header = String::with_capacity(size.saturating_sub(1));
@@ -508,7 +510,7 @@ impl TraceStateList {
         }
     }
 
-    /// Parses all lines of a tracestate header as one list (SPEC §2). Any invalid member, too
+    /// Parses all lines of a tracestate header as one list (docs/propagation-rules.md#tracestate). Any invalid member, too
     /// many members or too many bytes rejects the whole list; a repeated key keeps its first
     /// member.
     pub fn parse<'a, I>(lines: I, limits: &Limits) -> Result<TraceStateList, TraceStateError>
@@ -580,7 +582,7 @@ impl TraceStateList {
         self.fits_otel
     }
 
-    /// The opentelemetry `TraceState` holding every member it can (SPEC §10).
+    /// The opentelemetry `TraceState` holding every member it can (docs/propagation-rules.md#opentelemetry-types).
     pub fn to_otel(&self) -> TraceState {
         if self.is_empty() {
             return TraceState::NONE;

@@ -1,4 +1,4 @@
-//! One behaviour per test for the baggage rules of SPEC.md §3 and §8.
+//! One behaviour per test for the baggage rules of docs/propagation-rules.md#baggage, docs/propagation-rules.md#limits.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use lens_core::Limits;
@@ -587,7 +587,7 @@ fn every_reason_names_a_spec_rule() {
         BaggageIssueReason::TooLarge,
     ] {
         let text = reason.to_string();
-        assert!(text.contains("SPEC.md §3"), "{text}");
+        assert!(text.contains("docs/propagation-rules.md#baggage"), "{text}");
     }
     let issue = BaggageIssue {
         member: "a b=1",

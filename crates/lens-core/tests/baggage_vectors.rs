@@ -1,11 +1,11 @@
-//! The baggage codec against the recorded NeMo Lens vectors and what SPEC.md expects of them
+//! The baggage codec against the recorded NeMo Lens vectors and what docs/propagation-rules.md expects of them
 //! (`shared/vectors/lens-expected-public.json`).
 //!
 //! Cases where lens knowingly differs from Python are taken from `lens-expected-public.json`, which
-//! already applies SPEC.md §9 (rows: space on inject `%20`, `+` kept, keys literal, properties as
+//! already applies docs/propagation-rules.md#differences-from-nemo-lens (rows: space on inject `%20`, `+` kept, keys literal, properties as
 //! metadata, limits on the header lens would send, member over 4096 kept, several lines one list,
-//! non-token keys refused when set). One case is compared with a SPEC-allowed normalization:
-//! ext-baggage-016 (properties with spaces; SPEC.md §3 trims them, and spaces/tabs around `;` and
+//! non-token keys refused when set). One case is compared with a normalization the rules allow:
+//! ext-baggage-016 (properties with spaces; docs/propagation-rules.md#baggage trims them, and spaces/tabs around `;` and
 //! `=` inside properties are not significant, as the case's note says).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -93,7 +93,7 @@ fn extract_cases_with_baggage() {
 }
 
 /// `current_context` cases that do extract a carrier with baggage (the caller's baggage is not
-/// used: extraction starts from an empty context, SPEC.md §5).
+/// used: extraction starts from an empty context, docs/propagation-rules.md#extract-and-inject).
 #[test]
 fn current_context_cases_with_baggage() {
     let mut checked = 0;
@@ -149,7 +149,7 @@ fn roundtrip_of_python_bytes() {
 }
 
 /// Baggage set through the API, in order (`serialize_context` and `inject_context` cases): the
-/// header is what lens sends; non-token keys are refused (SPEC.md §9).
+/// header is what lens sends; non-token keys are refused (docs/propagation-rules.md#differences-from-nemo-lens).
 #[test]
 fn set_through_the_api() {
     let limits = Limits::default();

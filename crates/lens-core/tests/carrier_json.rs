@@ -1,5 +1,5 @@
-//! The JSON carrier: encoding as Python's `json.dumps` (SPEC.md §6) and strict, bounded decoding
-//! (SPEC.md §4, §8).
+//! The JSON carrier: encoding as Python's `json.dumps` (docs/propagation-rules.md#json-byte-format) and strict, bounded decoding
+//! (docs/propagation-rules.md#carriers, docs/propagation-rules.md#limits).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use lens_core::Limits;

@@ -1,4 +1,4 @@
-//! Map and header carriers (SPEC.md §4).
+//! Map and header carriers (docs/propagation-rules.md#carriers).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use http::header::{HeaderMap, HeaderValue};

@@ -8,7 +8,7 @@ use lens_testkit::{b64, cases};
 /// because it means the same as no key (the vectors' README says so in the case's note).
 const SAME_AS_ABSENT: &[(&str, &str)] = &[(
     "ext-carrier_types-014",
-    "an empty array holds no line: same as no key (SPEC §4)",
+    "an empty array holds no line: same as no key (docs/propagation-rules.md#carriers)",
 )];
 
 #[test]
@@ -91,7 +91,7 @@ fn serialize_context_bytes_round_trip() {
             .map(|(k, lines)| (k.to_owned(), lines[0].clone()))
             .collect();
         assert_eq!(got_pairs, want_pairs, "{id}: carrier_pairs");
-        // Building the carrier from its pairs gives the same bytes (SPEC §6 encoding).
+        // Building the carrier from its pairs gives the same bytes (docs/propagation-rules.md#json-byte-format encoding).
         let built: Carrier = want_pairs.into_iter().collect();
         assert_eq!(built.to_json_bytes(), utf8.as_bytes(), "{id}: encoding");
         checked += 1;
@@ -105,7 +105,7 @@ fn serialize_context_bytes_round_trip() {
 
 #[test]
 fn recorded_python_serialize_bytes_decode() {
-    // The bytes Python sent (which may differ from lens's, SPEC §9) are all accepted.
+    // The bytes Python sent (which may differ from lens's, docs/propagation-rules.md#differences-from-nemo-lens) are all accepted.
     let mut checked = 0;
     for case in cases() {
         if case.group != "serialize_context" {

@@ -1,5 +1,5 @@
 //! The one tracestate and baggage codec in `src/` against the plain reference implementations of
-//! `oracle_support` (SPEC.md §2, §3) on arbitrary input, under arbitrary small limits: what each
+//! `oracle_support` (docs/propagation-rules.md#tracestate, docs/propagation-rules.md#baggage) on arbitrary input, under arbitrary small limits: what each
 //! parser keeps, what it rejects, and the header lens sends again, by every path (lens's lists,
 //! extract from header lines straight into opentelemetry's types, inject from opentelemetry's
 //! own `TraceState` and `Baggage`).
@@ -168,7 +168,7 @@ proptest! {
     fn inject_from_opentelemetry_tracestate_matches_the_reference(
         raw in proptest::collection::vec((text(6), text(10)), 0..40),
     ) {
-        // opentelemetry's own checks are looser than SPEC.md §2's for values (empty, control
+        // opentelemetry's own checks are looser than docs/propagation-rules.md#tracestate for values (empty, control
         // characters, a trailing space) and it keeps repeated keys.
         let state = TraceState::from_key_value(raw.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .unwrap_or_default();

@@ -1,4 +1,4 @@
-//! Trust policies (SPEC.md §7).
+//! Trust policies (docs/propagation-rules.md#trust).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use lens_core::policy::{InboundDecision, InboundPolicy, InboundRequest, OutboundPolicy};

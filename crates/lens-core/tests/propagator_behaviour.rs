@@ -1,4 +1,4 @@
-//! The propagator's behaviour over whole carriers (SPEC.md §1-§5, §10).
+//! The propagator's behaviour over whole carriers (docs/propagation-rules.md#traceparent, docs/propagation-rules.md#tracestate, docs/propagation-rules.md#baggage, docs/propagation-rules.md#carriers, docs/propagation-rules.md#extract-and-inject, docs/propagation-rules.md#opentelemetry-types).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use http::{HeaderMap, HeaderValue};

@@ -1,4 +1,4 @@
-//! SPEC.md §1: one behaviour per test.
+//! docs/propagation-rules.md#traceparent: one behaviour per test.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use lens_core::traceparent::{TraceParent, TraceParentError};
@@ -188,7 +188,11 @@ fn random_flag_is_reported() {
 
 #[test]
 fn errors_name_the_spec_rule() {
-    assert!(err("junk").to_string().contains("SPEC §1"));
+    assert!(
+        err("junk")
+            .to_string()
+            .contains("docs/propagation-rules.md#traceparent")
+    );
 }
 
 /// Each of the three separators must be a `-`, even when what stands there instead is a hex digit

@@ -1,4 +1,4 @@
-//! SPEC.md §2: one behaviour per test.
+//! docs/propagation-rules.md#tracestate: one behaviour per test.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use lens_core::Limits;
@@ -166,7 +166,7 @@ fn lines_of(lines: usize, line_len: usize) -> Vec<String> {
         .collect()
 }
 
-/// The byte limit counts one `,` for every line after the first (SPEC.md §2: several lines are
+/// The byte limit counts one `,` for every line after the first (docs/propagation-rules.md#tracestate: several lines are
 /// one list joined by `,`): two lines whose bytes alone are exactly the limit are one byte over.
 #[test]
 fn several_lines_count_one_separator_each_against_the_byte_limit() {

@@ -1,7 +1,7 @@
 //! Every lens-core-relevant case of the recorded NeMo Lens vectors (`../shared/vectors/`):
-//! the extract groups and the inject group, checked against what SPEC.md expects of lens
+//! the extract groups and the inject group, checked against what docs/propagation-rules.md expects of lens
 //! (`lens-expected-public.json`). Cases where lens knowingly differs from Python are listed, with
-//! the SPEC rows that explain them, in `lens_testkit::vectors::SECTION_9`; the test checks that
+//! the docs/propagation-rules.md rows that explain them, in `lens_testkit::vectors::SECTION_9`; the test checks that
 //! list for these groups against the file, rows included, so neither can drift.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 

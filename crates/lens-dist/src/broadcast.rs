@@ -13,7 +13,7 @@ use crate::{Collective, DistError};
 ///
 /// The protocol is NeMo Lens's, byte for byte: the source injects its current Context into a
 /// [`Carrier`] with lens-core's propagator and encodes it as Python's `json.dumps` does
-/// ([`Carrier::to_json_bytes`], SPEC.md §6); the length is broadcast as an int64, then, when it
+/// ([`Carrier::to_json_bytes`], docs/propagation-rules.md#json-byte-format); the length is broadcast as an int64, then, when it
 /// is not 0, the bytes as uint8. Every rank then returns the same value:
 ///
 /// - `Ok(Some(carrier))`: the source's trace context (`traceparent`, `tracestate`, `baggage`),
@@ -23,7 +23,7 @@ use crate::{Collective, DistError};
 ///   their code does for length 0); a carrier that arrives but holds no key (the `{}` a Python
 ///   source sends when it has no context) is also `None`, so that `None` means "no context"
 ///   whichever language the source rank runs.
-/// - `Err(DistError::Carrier)`: the bytes are not a JSON carrier (SPEC.md §4: not UTF-8, not
+/// - `Err(DistError::Carrier)`: the bytes are not a JSON carrier (docs/propagation-rules.md#carriers: not UTF-8, not
 ///   strict JSON, not an object, nested too deep). Python raises there; lens returns the error on
 ///   every rank that received the bytes, after the broadcast completed, so no rank is left
 ///   waiting. `Err(DistError::InvalidLength)`: the length is negative or over

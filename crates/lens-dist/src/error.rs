@@ -43,7 +43,7 @@ pub enum DistError {
         /// The carrier limit that applied.
         limit: usize,
     },
-    /// The bytes broadcast from the source are not a JSON carrier (SPEC.md §4). Every rank but
+    /// The bytes broadcast from the source are not a JSON carrier (docs/propagation-rules.md#carriers). Every rank but
     /// the source received the same bytes and returns the same error.
     #[error("broadcast trace context is not a valid carrier: {0}")]
     Carrier(#[from] CarrierError),

@@ -1,7 +1,7 @@
 //! The bytes `broadcast_trace_context` puts on the wire are NeMo Lens's `serialize_context()`
-//! bytes (SPEC.md §6), and every rank gets the same carrier: for every recorded extract case,
+//! bytes (docs/propagation-rules.md#json-byte-format), and every rank gets the same carrier: for every recorded extract case,
 //! the source rank runs in the extracted context and the four ranks' wire and results are
-//! compared with what SPEC.md expects (`lens-expected-public.json`, `reserialized`).
+//! compared with what docs/propagation-rules.md expects (`lens-expected-public.json`, `reserialized`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;

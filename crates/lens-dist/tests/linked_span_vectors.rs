@@ -1,6 +1,6 @@
-//! `create_linked_span(tracer, name, carrier)` links to exactly the span context SPEC.md
+//! `create_linked_span(tracer, name, carrier)` links to exactly the span context docs/propagation-rules.md
 //! extracts from each recorded carrier (`lens-expected-public.json`), and matches NeMo Lens's
-//! recorded links wherever SPEC.md does not differ from Python.
+//! recorded links wherever docs/propagation-rules.md does not differ from Python.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use lens_core::Carrier;
@@ -27,7 +27,7 @@ fn same(sc: &SpanContext, expected: &Value) -> Result<(), String> {
     if got != want {
         return Err(format!("{got:?} != {want:?}"));
     }
-    // Where opentelemetry's TraceState can hold the expected list (SPEC.md §10), it does.
+    // Where opentelemetry's TraceState can hold the expected list (docs/propagation-rules.md#opentelemetry-types), it does.
     let header = expected["tracestate"].as_str().unwrap();
     if let Ok(ts) = header.parse::<TraceState>()
         && sc.trace_state().header() != ts.header()

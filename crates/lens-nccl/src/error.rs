@@ -52,7 +52,7 @@ pub enum FrameDecodeError {
     /// The header or the checksum does not match the bytes.
     #[error("corrupt context frame: {0}")]
     Corrupt(&'static str),
-    /// The bytes inside the frame are not a carrier (SPEC.md §4).
+    /// The bytes inside the frame are not a carrier (docs/propagation-rules.md#carriers).
     #[error("context frame holds no valid carrier: {0}")]
     Carrier(#[from] CarrierError),
 }

@@ -41,12 +41,12 @@
 //! # Bytes (no GPU needed)
 //!
 //! - [`serialize_context`] / [`serialize_context_from`]: the Context as the JSON bytes Python's
-//!   `json.dumps(carrier)` produces (SPEC.md §6): keys in the order `traceparent`, `tracestate`,
+//!   `json.dumps(carrier)` produces (docs/propagation-rules.md#json-byte-format): keys in the order `traceparent`, `tracestate`,
 //!   `baggage`, separators `", "` and `": "`, non-ASCII as `\uXXXX` escapes, `{}` when empty.
 //! - [`deserialize_context`]: the bytes as a [`Carrier`], `None` when they are rejected
-//!   (SPEC.md §4: not UTF-8, not strict JSON, not an object, over 64 KiB, nested over 32 levels).
+//!   (docs/propagation-rules.md#carriers: not UTF-8, not strict JSON, not an object, over 64 KiB, nested over 32 levels).
 //! - [`extract_nccl_context`]: the Context in the bytes; the caller's current Context when the
-//!   bytes are rejected, as Python does (SPEC.md §5).
+//!   bytes are rejected, as Python does (docs/propagation-rules.md#extract-and-inject).
 //!
 //! # Frames
 //!
@@ -101,7 +101,7 @@ use lens_core::inject_context_from;
 use opentelemetry::Context;
 
 /// The current Context as NCCL bytes (NeMo Lens `serialize_context()`): exactly what Python's
-/// `json.dumps(carrier)` gives for the same context (SPEC.md §6).
+/// `json.dumps(carrier)` gives for the same context (docs/propagation-rules.md#json-byte-format).
 ///
 /// ```
 /// let _guard = opentelemetry::Context::new().attach();
@@ -112,7 +112,7 @@ pub fn serialize_context() -> Vec<u8> {
 }
 
 /// `cx` as NCCL bytes: lens-core's propagator injects into a [`Carrier`], which is written as
-/// Python's `json.dumps` writes it (SPEC.md §6).
+/// Python's `json.dumps` writes it (docs/propagation-rules.md#json-byte-format).
 pub fn serialize_context_from(cx: &Context) -> Vec<u8> {
     let mut out = Vec::new();
     serialize_context_into(cx, &mut out);
@@ -134,7 +134,7 @@ pub fn context_carrier(cx: &Context) -> Carrier {
 }
 
 /// The carrier in NCCL bytes (NeMo Lens `deserialize_context`); `None` when the bytes are
-/// rejected (SPEC.md §4: not UTF-8, not strict JSON, not a JSON object, over 64 KiB, nested
+/// rejected (docs/propagation-rules.md#carriers: not UTF-8, not strict JSON, not a JSON object, over 64 KiB, nested
 /// deeper than 32 levels).
 ///
 /// ```
@@ -148,7 +148,7 @@ pub fn deserialize_context(bytes: &[u8]) -> Option<Carrier> {
 
 /// The Context in NCCL bytes (NeMo Lens `extract_nccl_context`).
 ///
-/// Bytes that hold a carrier are extracted from an empty Context (SPEC.md §5): `{}` gives an
+/// Bytes that hold a carrier are extracted from an empty Context (docs/propagation-rules.md#extract-and-inject): `{}` gives an
 /// empty Context. Bytes that are rejected (see [`deserialize_context`]) give the caller's current
 /// Context, as Python does. The bytes are decoded within the [`Limits`](lens_core::Limits) of the
 /// process-wide propagator ([`lens_core::propagator`]; the defaults unless

@@ -2,8 +2,8 @@
 //! `extract_nccl_context`; the extract groups' `input.bytes_b64` through `extract_nccl_context`;
 //! and the `current_context` fallbacks.
 //!
-//! Where lens knowingly differs from Python (SPEC.md §4/§5/§9), the expectation comes from
-//! `lens-expected-public.json`; the `extract_nccl_bytes` ones are listed with their SPEC rows in
+//! Where lens knowingly differs from Python (docs/propagation-rules.md#carriers, docs/propagation-rules.md#extract-and-inject, docs/propagation-rules.md#differences-from-nemo-lens), the expectation comes from
+//! `lens-expected-public.json`; the `extract_nccl_bytes` ones are listed with their docs/propagation-rules.md rows in
 //! `lens_testkit::vectors::SECTION_9`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -20,7 +20,7 @@ fn differing_cases_are_the_listed_ones() {
     assert_section_9(&cases_of("extract_nccl_bytes"));
 }
 
-/// Cases with an empty array value, which the carrier holds as no key at all (SPEC.md §4; the
+/// Cases with an empty array value, which the carrier holds as no key at all (docs/propagation-rules.md#carriers; the
 /// case's note in lens-expected-public.json): compared with those keys left out.
 const EMPTY_ARRAY_CASES: &[&str] = &["ext-carrier_types-014"];
 

@@ -1,8 +1,8 @@
 //! `serialize_context` vectors: the exact bytes NeMo Lens sends for each described context, and
 //! what extracting the recorded Python bytes gives.
 //!
-//! Where lens knowingly differs from Python (SPEC.md §9), the expectation comes from
-//! `lens-expected-public.json`; those cases are listed with their SPEC rows in
+//! Where lens knowingly differs from Python (docs/propagation-rules.md#differences-from-nemo-lens), the expectation comes from
+//! `lens-expected-public.json`; those cases are listed with their docs/propagation-rules.md rows in
 //! `lens_testkit::vectors::SECTION_9`, and the test fails if the file's list changes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -61,7 +61,7 @@ macro_rules! span_knobs {
             }
             )?
 
-            #[doc = concat!("Decides per request what the propagated context may do (SPEC.md §7); default: ",
+            #[doc = concat!("Decides per request what the propagated context may do (docs/propagation-rules.md#trust); default: ",
                 "trust every caller, send everything everywhere (NeMo Lens parity).")]
             pub fn $policy_fn(mut self, policy: $policy) -> Self {
                 self.options_mut().policy = policy;

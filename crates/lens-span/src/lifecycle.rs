@@ -80,7 +80,7 @@ pub type ResponseAttributesFn<A> =
 /// The knobs every adapter has, with `P` its inbound or outbound policy; set through the
 /// adapter's `with_*` methods ([`span_knobs!`](crate::span_knobs)).
 pub struct SpanOptions<A: Adapter, P> {
-    /// Starts the spans (the random flag kept or set, SPEC.md §1).
+    /// Starts the spans (the random flag kept or set, docs/propagation-rules.md#traceparent).
     pub tracer: Arc<dyn SpanStarter>,
     /// The propagator.
     pub propagation: Propagation,

@@ -71,7 +71,7 @@ impl Propagation {
         }
     }
 
-    /// Decides with `policy` and extracts what it allows (SPEC.md §7): the parent to start the
+    /// Decides with `policy` and extracts what it allows (docs/propagation-rules.md#trust): the parent to start the
     /// span under, or the remote span context to link to.
     pub fn extract(&self, policy: &InboundPolicy, request: &InboundRequest<'_>) -> InboundContext {
         if let Some(p) = self.lens() {

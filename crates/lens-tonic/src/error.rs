@@ -1,7 +1,7 @@
 //! Errors of lens-tonic.
 
 /// What can go wrong in lens-tonic. Propagation itself never fails: malformed metadata is
-/// ignored as SPEC.md says.
+/// ignored as docs/propagation-rules.md says.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

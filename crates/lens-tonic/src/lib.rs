@@ -85,7 +85,7 @@ pub fn inject_metadata(cx: &Context, metadata: &mut MetadataMap) {
 }
 
 /// Extracts the Context in gRPC metadata with lens's process-wide propagator, starting from an
-/// empty Context (SPEC.md §5).
+/// empty Context (docs/propagation-rules.md#extract-and-inject).
 pub fn extract_metadata(metadata: &MetadataMap) -> Context {
     lens_core::extract_context(&MetadataCarrier(metadata))
 }

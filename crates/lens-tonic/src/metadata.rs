@@ -1,4 +1,4 @@
-//! gRPC metadata ([`tonic::metadata::MetadataMap`]) as a propagation carrier (SPEC.md §4).
+//! gRPC metadata ([`tonic::metadata::MetadataMap`]) as a propagation carrier (docs/propagation-rules.md#carriers).
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use lens_core::{BAGGAGE_HEADER, TRACEPARENT_HEADER, TRACESTATE_HEADER};

@@ -37,7 +37,7 @@ pub fn inject_ray_context() -> Carrier {
     carrier
 }
 
-/// The Context a remote call runs in (NeMo Lens `extract_ray_context`, SPEC.md §5).
+/// The Context a remote call runs in (NeMo Lens `extract_ray_context`, docs/propagation-rules.md#extract-and-inject).
 ///
 /// `None` (no carrier was sent, or it was `null`) returns the caller's current Context, as
 /// Python does; a carrier is extracted as usual, starting from an empty Context.
@@ -62,7 +62,7 @@ pub fn extract_ray_context(carrier: Option<&Carrier>) -> Context {
 /// keyword-argument object a Python driver passes, `{..kwargs, "_otel_carrier": {...}}`, and the
 /// carrier is the same JSON object `inject_ray_context()` returns in Python. `args` must therefore
 /// serialise as a map (a struct with named fields, or a map). A missing or `null` carrier
-/// deserialises as `None`, which [`RemoteCall::context`] treats as Python does (SPEC.md §5).
+/// deserialises as `None`, which [`RemoteCall::context`] treats as Python does (docs/propagation-rules.md#extract-and-inject).
 ///
 /// ```
 /// use lens_tonic::RemoteCall;

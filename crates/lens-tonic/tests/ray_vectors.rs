@@ -2,7 +2,7 @@
 //! extract case (`extract_*` groups, and the `current_context` case of `extract_ray_context`),
 //! `inject_ray_context` over every `serialize_context` case. Expectations come from
 //! `lens-expected-public.json`; the cases where lens knowingly differs from Python are listed, with
-//! the SPEC rows that explain them, in `lens_testkit::vectors::SECTION_9` (checked here for these
+//! the docs/propagation-rules.md rows that explain them, in `lens_testkit::vectors::SECTION_9` (checked here for these
 //! groups).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

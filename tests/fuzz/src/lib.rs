@@ -5,7 +5,7 @@
 //! * **round trip**: injecting an extracted Context and extracting it again gives the same
 //!   Context ([`observe`] compares what a Context would send on, its span context and its
 //!   ordered baggage entries);
-//! * **limits**: what lens sends on stays within SPEC.md §8 (traceparent 55 bytes, tracestate
+//! * **limits**: what lens sends on stays within docs/propagation-rules.md#limits (traceparent 55 bytes, tracestate
 //!   32 members / 8192 bytes, baggage 180 members / 8192 bytes), and every header value it writes
 //!   is printable ASCII, so nothing received can smuggle a CR/LF (header injection) into an
 //!   outgoing request.
@@ -80,7 +80,7 @@ pub fn is_printable_ascii(value: &str) -> bool {
     value.bytes().all(|b| (0x20..=0x7e).contains(&b))
 }
 
-/// Panics unless `o` is within SPEC.md §8 and every value is a safe header value.
+/// Panics unless `o` is within docs/propagation-rules.md#limits and every value is a safe header value.
 pub fn check_limits(o: &Observed) {
     let limits = Limits::DEFAULT;
     if let Some(tp) = &o.traceparent {

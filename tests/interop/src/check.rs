@@ -12,7 +12,7 @@ pub(crate) struct Checks {
     pub(crate) spans: usize,
     /// Contexts carried across the language boundary and compared field by field.
     pub(crate) contexts: usize,
-    /// The SPEC.md §9 rows a check of this scenario named.
+    /// The docs/propagation-rules.md#differences-from-nemo-lens rows a check of this scenario named.
     pub(crate) rows: Vec<&'static str>,
 }
 
@@ -69,7 +69,7 @@ impl Checks {
         self.check(name, false, || why.to_string());
     }
 
-    /// Notes that a check of this scenario shows SPEC.md §9 row `row`.
+    /// Notes that a check of this scenario shows docs/propagation-rules.md#differences-from-nemo-lens row `row`.
     pub(crate) fn row(&mut self, row: &'static str) {
         if !self.rows.contains(&row) {
             self.rows.push(row);

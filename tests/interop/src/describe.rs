@@ -31,7 +31,7 @@ pub(crate) use lens_testkit::ContextDescription as Seen;
 /// The span context part of [`Seen`].
 pub(crate) use lens_testkit::SpanDescription as SeenSpan;
 /// What a Rust Context holds, as [`Seen`]. The tracestate is the one lens sends on (its own copy
-/// where opentelemetry's `TraceState` cannot hold it, SPEC.md §10).
+/// where opentelemetry's `TraceState` cannot hold it, docs/propagation-rules.md#opentelemetry-types).
 pub(crate) use lens_testkit::describe as seen;
 
 impl Spec {

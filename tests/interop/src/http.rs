@@ -153,7 +153,7 @@ pub(crate) async fn run(
         python_url: Arc::new(OnceLock::new()),
     };
     // The Rust services receive baggage from Python senders, which encode a space as `+`:
-    // lens's opt-in for exactly that (SPEC.md §3, `plus_as_space`).
+    // lens's opt-in for exactly that (docs/propagation-rules.md#baggage, `plus_as_space`).
     let layer = ServerLayer::new()
         .with_tracer(tracer.clone())
         .with_propagator(W3cPropagator::new().with_plus_as_space(true));

@@ -13,14 +13,14 @@
 //!
 //! Scenarios (docs/interop-with-python.md lists every check):
 //! * `nccl`: NeMo Lens `serialize_context()` bytes -> lens `extract_nccl_context`, and lens
-//!   `serialize_context()` -> NeMo Lens `extract_nccl_context`; byte equality (SPEC.md §6).
+//!   `serialize_context()` -> NeMo Lens `extract_nccl_context`; byte equality (docs/propagation-rules.md#json-byte-format).
 //! * `ray`: NeMo Lens `inject_ray_context()` JSON -> lens `RemoteCall` / `extract_ray_context`,
 //!   and lens `RemoteCall` JSON -> a NeMo Lens `traced_remote_call`-wrapped function.
 //! * `http-python-first`, `http-rust-first`: FastAPI + aiohttp (NeMo Lens) and axum + reqwest
 //!   (lens) calling each other in one trace; span parents and baggage checked across the
 //!   boundary.
 //!
-//! Where SPEC.md §9 says lens differs, the check expects lens's documented behaviour and the
+//! Where docs/propagation-rules.md#differences-from-nemo-lens says lens differs, the check expects lens's documented behaviour and the
 //! scenario names the row. The last line is `interop: N passed, M failed`; the exit status is 1
 //! when any check failed or a scenario could not run.
 #![forbid(unsafe_code)]
@@ -210,7 +210,10 @@ fn report(results: &[Checks], started: Instant) -> ExitCode {
     }
     for r in results {
         for row in &r.rows {
-            println!("  {}: SPEC.md §9 row \"{row}\"", r.scenario());
+            println!(
+                "  {}: docs/propagation-rules.md#differences-from-nemo-lens row \"{row}\"",
+                r.scenario()
+            );
         }
     }
     for r in results {

@@ -1,6 +1,6 @@
 //! Scenario NCCL bytes: NeMo Lens `serialize_context()` -> lens `extract_nccl_context`, and lens
 //! `serialize_context()` -> NeMo Lens `extract_nccl_context`, for a set of contexts; byte
-//! equality where SPEC.md §6 requires it.
+//! equality where docs/propagation-rules.md#json-byte-format requires it.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -26,7 +26,7 @@ struct Case {
     rust: Option<Context>,
     /// Baggage properties of Rust-only cases, per key (Python folds them into the value).
     properties: Vec<(&'static str, &'static str)>,
-    /// The SPEC.md §9 rows this case shows.
+    /// The docs/propagation-rules.md#differences-from-nemo-lens rows this case shows.
     rows: &'static [&'static str],
 }
 
@@ -173,7 +173,7 @@ fn python_to_rust(oracle: &mut PythonProcess, checks: &mut Checks, cases: &[Case
         for row in case.rows {
             checks.row(row);
         }
-        // lens writes the bytes NeMo Lens writes (SPEC §6), but for the §9 rows.
+        // lens writes the bytes NeMo Lens writes (docs/propagation-rules.md#json-byte-format), but for the §9 rows.
         let cx = case.spec.build()?;
         let rust_bytes = {
             let _guard = cx.clone().attach();
@@ -270,7 +270,7 @@ fn rust_to_python(oracle: &mut PythonProcess, checks: &mut Checks, cases: &[Case
 
 /// The bytes lens writes for the context whose NeMo Lens bytes are `py`: the same, except
 /// unknown flag bits cleared, no traceparent/tracestate for an all-zero id, and `%20` where
-/// Python writes `+` for a space (SPEC.md §9).
+/// Python writes `+` for a space (docs/propagation-rules.md#differences-from-nemo-lens).
 fn expected_rust_bytes(py: &[u8]) -> Result<Vec<u8>> {
     let carrier = Carrier::from_json_bytes(py).map_err(|e| Error::Python {
         process: "oracle.py".into(),

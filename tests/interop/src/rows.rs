@@ -1,4 +1,4 @@
-//! The rows of SPEC.md §9 (where lens knowingly differs from NeMo Lens 0.1.0) that the scenarios
+//! The rows of docs/propagation-rules.md#differences-from-nemo-lens (where lens knowingly differs from NeMo Lens 0.1.0) that the scenarios
 //! show, named by their first column.
 
 pub(crate) const FLAG_BITS: &str = "unknown trace-flag bits";

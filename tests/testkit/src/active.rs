@@ -96,7 +96,7 @@ fn sampler(spec: &Value) -> Box<dyn ShouldSample> {
 }
 
 /// The Context `input.active` describes, with the tracer provider of its SDK span (keep it alive
-/// while the Context is used). Baggage keys that are not HTTP tokens are refused when set (SPEC.md
+/// while the Context is used). Baggage keys that are not HTTP tokens are refused when set (docs/propagation-rules.md
 /// §3, §9) and left out; numbers are set as Python's `str()` gives them.
 pub fn active_context(active: &Value) -> (Context, Option<SdkTracerProvider>) {
     let mut provider = None;
@@ -164,7 +164,7 @@ pub fn active_context(active: &Value) -> (Context, Option<SdkTracerProvider>) {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
-            // Keys that are not HTTP tokens are refused when set (SPEC.md §3, §9).
+            // Keys that are not HTTP tokens are refused when set (docs/propagation-rules.md#baggage, docs/propagation-rules.md#differences-from-nemo-lens).
             if let Ok(next) = cx.with_baggage_entry(key, &value) {
                 cx = next;
             }

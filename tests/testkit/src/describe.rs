@@ -76,7 +76,7 @@ pub fn tracestate_pairs(header: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Cases whose recorded trace flags carry unknown bits (`ff`): SPEC.md §9 row "unknown trace-flag
+/// Cases whose recorded trace flags carry unknown bits (`ff`): docs/propagation-rules.md#differences-from-nemo-lens row "unknown trace-flag
 /// bits" masks them on outgoing headers; a received context may hold them as received or masked
 /// (the cases' notes in lens-expected-public.json).
 pub const FLAGS_AS_RECEIVED_OR_MASKED: &[&str] = &["ser-010", "ext-valid-011", "ext-valid-014"];
@@ -165,7 +165,7 @@ pub fn check_context(id: &str, cx: &Context, want: &Value) {
     }
 }
 
-/// Cases whose baggage properties hold spaces, which SPEC.md §3 trims and which are not
+/// Cases whose baggage properties hold spaces, which docs/propagation-rules.md#baggage trims and which are not
 /// significant (the case's note in lens-expected-public.json): compared without them.
 pub const PROPERTY_WHITESPACE_CASES: &[&str] = &["ext-baggage-016"];
 

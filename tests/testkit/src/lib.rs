@@ -18,7 +18,7 @@
 //! assert_eq!(describe(&cx).baggage, [("rank".to_owned(), "3".to_owned())]);
 //! ```
 //!
-//! - [`vectors`]: loading the two vector files as [`Case`]s, base64, SPEC.md §9 lists.
+//! - [`vectors`]: loading the two vector files as [`Case`]s, base64, docs/propagation-rules.md#differences-from-nemo-lens lists.
 //! - [`describe()`](describe::describe): a Context as a [`ContextDescription`], and
 //!   [`check_context`] / [`check_extract`] against the vectors' descriptions.
 //! - [`active_context`]: the Context a case's `input.active` describes (with real SDK spans).

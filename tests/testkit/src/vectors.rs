@@ -1,5 +1,5 @@
 //! The shared reference vectors (`../shared/vectors/`, see its README.md): the recorded NeMo Lens
-//! cases (`nemo-lens-public.json`) and what SPEC.md expects of lens for each
+//! cases (`nemo-lens-public.json`) and what docs/propagation-rules.md expects of lens for each
 //! (`lens-expected-public.json`). A missing or unreadable file panics: tests never skip them.
 
 use std::collections::BTreeMap;
@@ -13,7 +13,7 @@ pub const VECTORS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../sha
 /// The recorded Python cases.
 pub const PUBLIC: &str = "nemo-lens-public.json";
 
-/// What SPEC.md expects of lens for every recorded case (same ids, same order).
+/// What docs/propagation-rules.md expects of lens for every recorded case (same ids, same order).
 pub const EXPECTED: &str = "lens-expected-public.json";
 
 /// A vector file of [`VECTORS_DIR`] as JSON; panics (fails the test) when missing or not JSON.
@@ -49,7 +49,7 @@ impl Case {
         &self.public["expected"]
     }
 
-    /// What SPEC.md expects of lens (`lens_expected`).
+    /// What docs/propagation-rules.md expects of lens (`lens_expected`).
     pub fn lens(&self) -> &Value {
         &self.expected["lens_expected"]
     }
@@ -62,12 +62,12 @@ impl Case {
         b64(encoded)
     }
 
-    /// Whether lens's expectation differs from the recorded Python value (SPEC.md §9, §4/§5).
+    /// Whether lens's expectation differs from the recorded Python value (docs/propagation-rules.md#differences-from-nemo-lens, docs/propagation-rules.md#carriers, docs/propagation-rules.md#extract-and-inject).
     pub fn differs_from_python(&self) -> bool {
         self.expected["differs_from_python"].as_bool().unwrap()
     }
 
-    /// The SPEC.md rows that explain a difference from Python, in the file's order.
+    /// The docs/propagation-rules.md rows that explain a difference from Python, in the file's order.
     pub fn spec_rows(&self) -> Vec<String> {
         self.expected["spec_rows"]
             .as_array()
@@ -145,7 +145,7 @@ pub fn pairs(v: &Value) -> Vec<(String, String)> {
 }
 
 /// Every case that `lens-expected-public.json` marks as differing from the recorded Python value,
-/// with the SPEC.md rows that explain it (§9, and §4/§5 for carriers that are not a JSON object),
+/// with the docs/propagation-rules.md rows that explain it (§9, and §4/§5 for carriers that are not a JSON object),
 /// in file order. Kept by hand: `tests/vectors_agree.rs` checks it against the file, and each
 /// vector test checks the part for its groups with [`assert_section_9`].
 pub const SECTION_9: &[(&str, &[&str])] = &[
@@ -312,7 +312,7 @@ pub fn assert_section_9<'a>(cases: impl IntoIterator<Item = &'a Case>) {
 }
 
 /// Asserts that the cases among `cases` that `lens-expected-public.json` marks as differing from
-/// Python are exactly the `listed` ones, each with exactly the listed SPEC.md rows, so that
+/// Python are exactly the `listed` ones, each with exactly the listed docs/propagation-rules.md rows, so that
 /// neither the test's list nor the file can drift. `listed`: `(id, rows)`, in any order.
 pub fn assert_differs_listed<'a>(
     cases: impl IntoIterator<Item = &'a Case>,
@@ -334,6 +334,6 @@ pub fn assert_differs_listed<'a>(
         .collect();
     assert_eq!(
         found, listed,
-        "the cases that differ from Python (SPEC.md §9) changed: update the list"
+        "the cases that differ from Python (docs/propagation-rules.md#differences-from-nemo-lens) changed: update the list"
     );
 }

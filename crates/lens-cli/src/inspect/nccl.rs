@@ -2,7 +2,7 @@
 //! (as it is, or base64), and lens-nccl context frames (base64).
 //!
 //! The bytes are read as lens-nccl reads them: a frame's header and checksum, then the JSON
-//! carrier (SPEC.md §4), then each header in it as `lens inspect` reads header values.
+//! carrier (docs/propagation-rules.md#carriers), then each header in it as `lens inspect` reads header values.
 
 use std::fmt::Write as _;
 
@@ -117,7 +117,7 @@ pub(super) fn inspect(input: &NcclBytes, plus_as_space: bool) -> Inspection {
     let carrier = match Carrier::from_json_bytes_with_limits(json, &limits) {
         Ok(carrier) => carrier,
         Err(e) => {
-            let reason = format!("not a JSON carrier: {e} (SPEC.md §4)");
+            let reason = format!("not a JSON carrier: {e} (docs/propagation-rules.md#carriers)");
             let _ = writeln!(i.text, "invalid: {reason}\n  {REJECTED_EFFECT}");
             i.valid = false;
             i.rejections
@@ -180,8 +180,7 @@ pub(super) fn inspect(input: &NcclBytes, plus_as_space: bool) -> Inspection {
 }
 
 /// What lens-nccl does with bytes it rejects.
-const REJECTED_EFFECT: &str =
-    "extract_nccl_context gives the caller's current Context for such bytes (SPEC.md §5)";
+const REJECTED_EFFECT: &str = "extract_nccl_context gives the caller's current Context for such bytes (docs/propagation-rules.md#extract-and-inject)";
 
 #[cfg(test)]
 mod tests {
@@ -265,7 +264,10 @@ mod tests {
         };
         let inspection = inspect(&bad, false);
         assert!(!inspection.valid);
-        assert_eq!(inspection.rejections[0].rule.as_deref(), Some("SPEC.md §4"));
+        assert_eq!(
+            inspection.rejections[0].rule.as_deref(),
+            Some("docs/propagation-rules.md#carriers")
+        );
         let out = inspection.text;
         assert!(out.contains("not a JSON carrier"), "{out}");
     }

@@ -1,6 +1,6 @@
 //! A reference for extract, not an implementation: the least a parser can do for the bench's
-//! three headers under SPEC.md §1-§3, followed by the floor's Context and a copy shaped like
-//! SPEC §10's. It checks the traceparent's layout and hex, each tracestate member's key and
+//! three headers under docs/propagation-rules.md#traceparent, docs/propagation-rules.md#tracestate, docs/propagation-rules.md#baggage, followed by the floor's Context and a copy shaped like
+//! docs/propagation-rules.md#opentelemetry-types. It checks the traceparent's layout and hex, each tracestate member's key and
 //! value grammar, repeated keys and the member limit, each baggage member's key (token) and
 //! value octets, and builds what lens builds. It handles one line per header, no whitespace,
 //! no percent-escapes and no properties, and refuses (`None`) everything else: the general
@@ -84,7 +84,7 @@ fn hex(text: &[u8], out: &mut [u8]) -> bool {
     ok
 }
 
-/// What lens keeps beside opentelemetry's values (SPEC §10), in shape.
+/// What lens keeps beside opentelemetry's values (docs/propagation-rules.md#opentelemetry-types), in shape.
 struct Copy {
     _tracestate: String,
     _baggage: String,

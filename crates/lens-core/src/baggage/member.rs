@@ -1,4 +1,4 @@
-//! The grammar of one baggage member (SPEC.md §3): the single-pass scanner every baggage parse
+//! The grammar of one baggage member (docs/propagation-rules.md#baggage): the single-pass scanner every baggage parse
 //! goes through, the properties rule, and the one writer of a member as lens sends it.
 
 use super::BaggageIssueReason;
@@ -99,7 +99,7 @@ pub(super) fn member_text(line: &str, start: usize) -> &str {
 }
 
 /// Scans the member starting at `start` in one pass: what it is, and where the next one starts
-/// (past the end of the line when there is none). The one baggage grammar (SPEC.md §3).
+/// (past the end of the line when there is none). The one baggage grammar (docs/propagation-rules.md#baggage).
 pub(super) fn scan_member(line: &str, start: usize, plus_as_space: bool) -> (Scanned, usize) {
     let bytes = line.as_bytes();
     let key_start = skip_ows(bytes, start);
@@ -256,7 +256,7 @@ pub(super) fn write_properties(raw: &str, out: &mut String) {
     visit_properties(raw, |piece| out.push_str(piece));
 }
 
-/// The one writer of a member as lens sends it (SPEC.md §3): `key=<value percent-encoded>`,
+/// The one writer of a member as lens sends it (docs/propagation-rules.md#baggage): `key=<value percent-encoded>`,
 /// then `;` and the properties (valid, normalized on the way) when there are any.
 pub(super) fn write_member(out: &mut String, key: &str, value: &str, properties: &str) {
     out.push_str(key);

@@ -1,5 +1,5 @@
 //! W3C Baggage codec: parsing incoming `baggage` header lines and building the header lens sends
-//! (SPEC.md §3, §8 and the baggage rows of §9).
+//! (docs/propagation-rules.md#baggage, docs/propagation-rules.md#limits and the baggage rows of docs/propagation-rules.md#differences-from-nemo-lens).
 //!
 //! [`BaggageList`] keeps the members in order together with the exact `baggage` header value lens
 //! would send for them, updated on every change, so injecting costs nothing but a copy.
@@ -127,7 +127,7 @@ impl BaggageEntry {
 ///
 /// Members keep the order in which they were received or set; a repeated key keeps its first
 /// position and takes the last value. The list never holds more than the [`Limits`] it was built
-/// or changed with allow (SPEC.md §3, §8).
+/// or changed with allow (docs/propagation-rules.md#baggage, docs/propagation-rules.md#limits).
 ///
 /// ```
 /// use lens_core::Limits;
@@ -183,7 +183,7 @@ impl fmt::Display for BaggageIssue<'_> {
     }
 }
 
-/// The SPEC.md §3 rule that made the parser drop a member.
+/// The docs/propagation-rules.md#baggage rule that made the parser drop a member.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum BaggageIssueReason {
@@ -206,28 +206,28 @@ impl fmt::Display for BaggageIssueReason {
         f.write_str(match self {
             Self::InvalidKey => {
                 "a baggage key must be an HTTP token (letters, digits and !#$%&'*+-.^_`|~), \
-                 taken literally (SPEC.md §3)"
+                 taken literally (docs/propagation-rules.md#baggage)"
             }
             Self::MissingEquals => {
-                "a baggage member must be `key=value`, and this one has no `=` (SPEC.md §3)"
+                "a baggage member must be `key=value`, and this one has no `=` (docs/propagation-rules.md#baggage)"
             }
             Self::InvalidValueCharacter => {
                 "a raw space inside the value, `\"`, `,`, `;`, `\\`, a control or a non-ASCII \
                  character is not allowed in a baggage value, so the member is dropped \
-                 (SPEC.md §3)"
+                 (docs/propagation-rules.md#baggage)"
             }
             Self::InvalidProperty => {
                 "every baggage property after the value must be `key` or `key=value` with a \
-                 token key (SPEC.md §3)"
+                 token key (docs/propagation-rules.md#baggage)"
             }
             Self::TooManyMembers => {
                 "baggage keeps at most the member limit (180 by default); the first member \
-                 over it and every member after it are dropped (SPEC.md §3)"
+                 over it and every member after it are dropped (docs/propagation-rules.md#baggage)"
             }
             Self::TooLarge => {
                 "the baggage header lens would send is limited (8192 bytes by default); the \
                  first member that would break it and every member after it are dropped \
-                 (SPEC.md §3)"
+                 (docs/propagation-rules.md#baggage)"
             }
         })
     }
@@ -268,7 +268,7 @@ impl BaggageList {
     /// Parses `baggage` header lines (several lines are one list) under `limits`.
     ///
     /// Invalid members are dropped one by one; the first member that would break a limit and
-    /// every member after it are dropped (SPEC.md §3). `plus_as_space` decodes `+` in values as
+    /// every member after it are dropped (docs/propagation-rules.md#baggage). `plus_as_space` decodes `+` in values as
     /// a space. Never panics.
     ///
     /// ```

@@ -1,4 +1,4 @@
-//! Between lens's baggage and opentelemetry's `Baggage` (SPEC.md §10): the header lens sends for
+//! Between lens's baggage and opentelemetry's `Baggage` (docs/propagation-rules.md#opentelemetry-types): the header lens sends for
 //! a `Baggage` that lens did not build, written straight from it, and the mirrors both ways.
 
 use opentelemetry::baggage::{Baggage, BaggageMetadata};
@@ -10,7 +10,7 @@ use crate::Limits;
 use crate::lexical::is_token;
 
 /// The properties (trimmed) lens sends with one opentelemetry entry, when the key is a token
-/// and the properties are valid (SPEC.md §3); `None` otherwise.
+/// and the properties are valid (docs/propagation-rules.md#baggage); `None` otherwise.
 fn sendable<'b>(key: &str, metadata: &'b BaggageMetadata) -> Option<&'b str> {
     if !is_token(key) {
         return None;
@@ -55,7 +55,7 @@ pub(crate) fn header_from_otel(baggage: &Baggage, limits: &Limits) -> String {
 }
 
 /// Rebuilds an ordered list from opentelemetry's `Baggage` (its iteration order; entries that
-/// are not valid per SPEC.md §3 or would break a limit are left out).
+/// are not valid per docs/propagation-rules.md#baggage or would break a limit are left out).
 pub(crate) fn list_from_otel(baggage: &Baggage, limits: &Limits) -> BaggageList {
     let mut list = BaggageList::new();
     for (key, (value, metadata)) in baggage {

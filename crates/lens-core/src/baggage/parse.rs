@@ -1,4 +1,4 @@
-//! The one baggage parser (SPEC.md §3, §8): every path (lens's list, extract straight into
+//! The one baggage parser (docs/propagation-rules.md#baggage, docs/propagation-rules.md#limits): every path (lens's list, extract straight into
 //! opentelemetry's `Baggage`, header lines, JSON carriers) runs [`parse_into`], which applies the
 //! grammar ([`scan_member`]), the limits and the duplicate rule once, and builds the header lens
 //! sends; only where the members go differs ([`Sink`]).
@@ -110,7 +110,7 @@ impl<'a> HeaderBuilder<'a> {
 /// Parses baggage lines (several lines are one list) into `sink` and returns the header lens
 /// sends for what was kept; `None` when the sink gave up. Invalid members are reported and
 /// dropped one by one; the first member that would break a limit is reported and it and
-/// everything after it are dropped (SPEC.md §3). A member is decoded only once it is known that
+/// everything after it are dropped (docs/propagation-rules.md#baggage). A member is decoded only once it is known that
 /// its encoded form could fit, so nothing is allocated in proportion to hostile input.
 pub(super) fn parse_into<'a, S: Sink>(
     lines: impl IntoIterator<Item = &'a str>,

@@ -1,4 +1,4 @@
-//! The percent codec of baggage values (SPEC.md §3): RFC 3986 decoding on extract (a malformed
+//! The percent codec of baggage values (docs/propagation-rules.md#baggage): RFC 3986 decoding on extract (a malformed
 //! escape kept as it is, bytes that are not UTF-8 as U+FFFD), encoding of every byte outside the
 //! unreserved set on inject.
 

@@ -1,4 +1,4 @@
-//! `http::HeaderMap` as a carrier (SPEC.md §4).
+//! `http::HeaderMap` as a carrier (docs/propagation-rules.md#carriers).
 
 use http::header::{GetAll, HeaderMap, HeaderName, HeaderValue};
 use opentelemetry::propagation::{Extractor, Injector};

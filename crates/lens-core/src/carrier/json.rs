@@ -1,4 +1,4 @@
-//! JSON encoding (Python `json.dumps`, SPEC.md §6) and strict, bounded decoding (SPEC.md §4, §8)
+//! JSON encoding (Python `json.dumps`, docs/propagation-rules.md#json-byte-format) and strict, bounded decoding (docs/propagation-rules.md#carriers, docs/propagation-rules.md#limits)
 //! of the carrier.
 
 use super::{CarrierError, Lines};

@@ -1,4 +1,4 @@
-//! Plain string maps as carriers (SPEC.md §4).
+//! Plain string maps as carriers (docs/propagation-rules.md#carriers).
 
 use opentelemetry::propagation::{Extractor, Injector};
 use std::collections::{BTreeMap, HashMap};

@@ -1,4 +1,4 @@
-//! Carriers: where propagation fields are read from and written to (SPEC.md §4, §6, §8).
+//! Carriers: where propagation fields are read from and written to (docs/propagation-rules.md#carriers, docs/propagation-rules.md#json-byte-format, docs/propagation-rules.md#limits).
 //!
 //! - [`Carrier`]: the JSON carrier of NCCL bytes and Ray-style remote calls, an ordered map from a
 //!   key to one or more string lines, encoded exactly as Python's `json.dumps` would encode it.
@@ -17,7 +17,7 @@ pub use map::MapCarrier;
 use crate::Limits;
 use opentelemetry::propagation::{Extractor, Injector};
 
-/// Why a JSON carrier was rejected (SPEC.md §4). A rejected carrier is rejected whole.
+/// Why a JSON carrier was rejected (docs/propagation-rules.md#carriers). A rejected carrier is rejected whole.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CarrierError {
@@ -82,7 +82,7 @@ impl CarrierError {
 }
 
 /// The JSON carrier: an ordered map from a key to one or more string lines (several header lines
-/// of one name), as sent in NCCL bytes and Ray-style remote calls (SPEC.md §4, §6).
+/// of one name), as sent in NCCL bytes and Ray-style remote calls (docs/propagation-rules.md#carriers, docs/propagation-rules.md#json-byte-format).
 ///
 /// Keys are exact and case-sensitive, as in Python. Keys keep their insertion order; replacing the
 /// value of an existing key keeps its position (Python `dict` semantics). Every key holds at least
@@ -249,7 +249,7 @@ impl Carrier {
         self.entries.is_empty()
     }
 
-    /// The carrier as Python's `json.dumps(carrier)` encodes it (SPEC.md §6): `{}` when empty,
+    /// The carrier as Python's `json.dumps(carrier)` encodes it (docs/propagation-rules.md#json-byte-format): `{}` when empty,
     /// separators `", "` and `": "`, non-ASCII as lowercase `\uXXXX` escapes.
     pub fn to_json_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
@@ -262,12 +262,12 @@ impl Carrier {
         json::write_carrier(&self.entries, out);
     }
 
-    /// Decodes a JSON carrier within the default [`Limits`] (SPEC.md §4, §8).
+    /// Decodes a JSON carrier within the default [`Limits`] (docs/propagation-rules.md#carriers, docs/propagation-rules.md#limits).
     pub fn from_json_bytes(bytes: &[u8]) -> Result<Carrier, CarrierError> {
         Self::from_json_bytes_with_limits(bytes, &Limits::DEFAULT)
     }
 
-    /// Decodes a JSON carrier within `limits` (SPEC.md §4, §8).
+    /// Decodes a JSON carrier within `limits` (docs/propagation-rules.md#carriers, docs/propagation-rules.md#limits).
     ///
     /// Input longer than [`Limits::carrier_bytes`], not UTF-8 (a byte-order mark included), not
     /// strict JSON (`NaN`, `Infinity`, lone surrogate escapes, leading zeros, trailing garbage),

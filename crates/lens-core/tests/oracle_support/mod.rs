@@ -1,4 +1,4 @@
-//! Reference implementations of SPEC.md §2 and §3, written as plainly as the rules read: split
+//! Reference implementations of docs/propagation-rules.md#tracestate, docs/propagation-rules.md#baggage, written as plainly as the rules read: split
 //! on `,`, trim, split on `=`, check each character. Slow and allocating, on purpose: they are
 //! the oracle the one fast codec in `src/` is compared with on arbitrary input, and share no
 //! code with it.
@@ -9,7 +9,7 @@ fn trim(s: &str) -> &str {
     s.trim_matches([' ', '\t'])
 }
 
-/// SPEC.md §2: the members kept, or `None` when the whole tracestate is dropped.
+/// docs/propagation-rules.md#tracestate: the members kept, or `None` when the whole tracestate is dropped.
 pub(crate) fn tracestate(lines: &[&str], limits: &Limits) -> Option<Vec<(String, String)>> {
     let joined = lines.join(",");
     if joined.len() > limits.tracestate_bytes {
@@ -103,7 +103,7 @@ fn decode(raw: &str, plus_as_space: bool) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// SPEC.md §3 percent-encoding of a value.
+/// docs/propagation-rules.md#baggage percent-encoding of a value.
 pub(crate) fn encode(value: &str) -> String {
     value
         .bytes()
@@ -126,7 +126,7 @@ pub(crate) fn member(key: &str, value: &str, properties: &str) -> String {
     }
 }
 
-/// SPEC.md §3: the members kept, in order (key, decoded value, normalized properties), and the
+/// docs/propagation-rules.md#baggage: the members kept, in order (key, decoded value, normalized properties), and the
 /// header lens sends for them.
 pub(crate) fn baggage(
     lines: &[&str],
