@@ -466,25 +466,34 @@ impl ExtractedTraceState<'_> {
 /// valid members (lens's grammar), first of each key, joined by `,`. Iterates the `TraceState`
 /// directly (its own `header()` formats every member separately).
 pub(crate) fn header_from_otel(state: &TraceState) -> Option<String> {
-    let size: usize = state.into_iter().map(|(k, v)| k.len() + v.len() + 2).sum();
-    if size == 0 {
-        return None;
-    }
-    // Common case: every member valid, no key repeated: the header is the members joined.
-    // opentelemetry's non-empty keys are valid here (its grammar is a subset of docs/propagation-rules.md#tracestate,
-    // but it takes an empty key); its values need the full check (it allows empty ones, control
-    // characters, a trailing space).
-    let mut header = String::with_capacity(size.saturating_sub(1));
-    for (members, (k, v)) in state.into_iter().enumerate() {
-        if members >= Limits::DEFAULT.tracestate_members
-            || k.is_empty()
-            || !valid_value(v.as_bytes())
-            || state.into_iter().take(members).any(|(prev, _)| prev == k)
-        {
+    // One pass over opentelemetry's members into a stack array (each `into_iter` over a
+    // `TraceState` costs about as much as the members' checks), then one write.
+    let mut members = [("", ""); INLINE_MEMBERS];
+    let mut len = 0;
+    let mut size = 0;
+    for (k, v) in state {
+        // Common case: every member valid, no key repeated, at most 8 members: the header is
+        // the members joined. opentelemetry's non-empty keys are valid here (its grammar is a
+        // subset of docs/propagation-rules.md#tracestate, but it takes an empty key); its values
+        // need the full check (it allows empty ones, control characters, a trailing space).
+        let common = len < INLINE_MEMBERS
+            && !k.is_empty()
+            && valid_value(v.as_bytes())
+            && !members[..len].iter().any(|(prev, _)| *prev == k);
+        if !common {
             let list = TraceStateList::from_otel(state);
             return (!list.is_empty()).then_some(list.header);
         }
-        if members > 0 {
+        members[len] = (k, v);
+        len += 1;
+        size += k.len() + v.len() + 2;
+    }
+    if len == 0 {
+        return None;
+    }
+    let mut header = String::with_capacity(size - 1);
+    for (i, (k, v)) in members[..len].iter().enumerate() {
+        if i > 0 {
             header.push(',');
         }
         header.push_str(k);

@@ -7,22 +7,22 @@ use super::BaggageList;
 use super::member::{properties_len, write_member};
 use super::parse::OTEL_BAGGAGE_MAX;
 use crate::Limits;
-use crate::lexical::is_token;
 
-/// The properties (trimmed) lens sends with one opentelemetry entry, when the key is a token
-/// and the properties are valid (docs/propagation-rules.md#baggage); `None` otherwise.
-fn sendable<'b>(key: &str, metadata: &'b BaggageMetadata) -> Option<&'b str> {
-    if !is_token(key) {
-        return None;
-    }
-    let properties = metadata.as_str().trim();
+/// The properties (trimmed) lens sends with one opentelemetry entry, when they are valid
+/// (docs/propagation-rules.md#baggage); `None` otherwise.
+///
+/// The key needs no check: opentelemetry's `Baggage` only takes keys of visible ASCII without
+/// `(),/:;<=>?@[\]{}"`, which is exactly an RFC 7230 token (the test
+/// `opentelemetry_baggage_keys_are_tokens` holds opentelemetry to that).
+fn sendable(metadata: &str) -> Option<&str> {
+    let properties = metadata.trim();
     (properties.is_empty() || properties_len(properties).is_some()).then_some(properties)
 }
 
 /// The `baggage` header lens sends for opentelemetry's `Baggage`, in its iteration order:
 /// exactly [`list_from_otel`]'s header, written in one pass into one String sized once, without
-/// building the list. An entry lens cannot send (a key that is not a token, invalid properties)
-/// or that would break a limit is left out; later entries that fit are still sent.
+/// building the list. An entry lens cannot send (invalid properties) or that would break a limit
+/// is left out; later entries that fit are still sent.
 pub(crate) fn header_from_otel(baggage: &Baggage, limits: &Limits) -> String {
     // Room for the longest header the entries can give (every value byte escaped), within the
     // byte limit: one allocation, no scan of the values.
@@ -33,7 +33,7 @@ pub(crate) fn header_from_otel(baggage: &Baggage, limits: &Limits) -> String {
     let mut header = String::with_capacity(bound.min(limits.baggage_bytes));
     let mut written = 0usize;
     for (key, (value, metadata)) in baggage {
-        let Some(properties) = sendable(key.as_str(), metadata) else {
+        let Some(properties) = sendable(metadata.as_str()) else {
             continue;
         };
         if written >= limits.baggage_members {
