@@ -109,8 +109,15 @@ fn alternated(c: &mut Criterion, group: &str, variants: &[Variant]) {
 fn http(c: &mut Criterion) {
     lens_core::install().unwrap();
     let rt = loopback::runtime();
-    alternated(c, "server", &loopback::server_variants(rt, &[]));
-    alternated(c, "client", &loopback::client_variants(rt, &[]));
+    // `LENS_HTTP_ONLY=server` or `=client` runs one group (while working on one side).
+    let only = std::env::var("LENS_HTTP_ONLY").ok();
+    let runs = |group: &str| only.as_deref().is_none_or(|o| o == group);
+    if runs("server") {
+        alternated(c, "server", &loopback::server_variants(rt, &[]));
+    }
+    if runs("client") {
+        alternated(c, "client", &loopback::client_variants(rt, &[]));
+    }
 }
 
 criterion_group!(benches, http);
