@@ -3,7 +3,8 @@
 //!
 //! The two are measured A/B alternated: each timed call of one configuration is followed by an
 //! untimed call of the other, so both see the same machine conditions. Throughput ratio =
-//! bare time per call / lens time per call.
+//! bare time per call / lens time per call. After criterion's blocks, alternated rounds of
+//! many calls each print the median of the per-round ratios (as the HTTP suite does).
 //!
 //! `cargo bench -p lens-tonic --bench grpc`
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -178,6 +179,7 @@ fn bench(c: &mut Criterion) {
         });
     });
     group.finish();
+    alternated_rounds(&rt, &bare, &lens, &cx);
 
     // lens's per-call work without the network: the interceptor injecting traceparent + 3
     // baggage entries, then the server layer (policy, extract, SERVER span, status) around a
@@ -202,6 +204,45 @@ fn bench(c: &mut Criterion) {
     });
     direct.finish();
     drop(provider);
+}
+
+/// Rounds of the alternated comparison, and calls per configuration in each round.
+const ROUNDS: usize = 31;
+const CALLS: usize = 512;
+
+/// Bare tonic and lens run alternately, `CALLS` calls each per round (the order swapped every
+/// round); prints the median (quartiles) of the per-round throughput ratio lens / bare, which
+/// machine noise hits on both sides alike (criterion's separate blocks above do not).
+fn alternated_rounds(rt: &tokio::runtime::Runtime, bare: &Bare, lens: &Lens, cx: &Context) {
+    let (mut bare, mut lens) = (bare.clone(), lens.clone());
+    let mut ratios: Vec<f64> = rt.block_on(async {
+        let mut ratios = Vec::with_capacity(ROUNDS);
+        for round in 0..ROUNDS {
+            let mut times = [Duration::ZERO; 2];
+            for k in 0..2 {
+                let which = (round + k) % 2;
+                let start = Instant::now();
+                for _ in 0..CALLS {
+                    if which == 0 {
+                        call(&mut bare).await;
+                    } else {
+                        call(&mut lens).with_context(cx.clone()).await;
+                    }
+                }
+                times[which] = start.elapsed();
+            }
+            ratios.push(times[0].as_secs_f64() / times[1].as_secs_f64());
+        }
+        ratios
+    });
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "grpc_unary_echo: lens throughput {:.1}% of bare tonic (median of {ROUNDS} alternated \
+         rounds, {CALLS} calls each; quartiles {:.1}%..{:.1}%)",
+        100.0 * ratios[ROUNDS / 2],
+        100.0 * ratios[ROUNDS / 4],
+        100.0 * ratios[3 * ROUNDS / 4],
+    );
 }
 
 #[derive(Clone)]
