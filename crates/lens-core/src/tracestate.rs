@@ -206,11 +206,6 @@ const INLINE_MEMBERS: usize = 8;
 pub(crate) struct InlineMembers<'a> {
     members: [(&'a str, &'a str); INLINE_MEMBERS],
     len: usize,
-    /// The only line seen so far, while its members follow each other separated by a bare `,`
-    /// (then the header lens sends is a slice of it).
-    line: Option<&'a str>,
-    /// Lines seen.
-    lines: usize,
 }
 
 impl<'a> InlineMembers<'a> {
@@ -218,32 +213,15 @@ impl<'a> InlineMembers<'a> {
         InlineMembers {
             members: [("", ""); INLINE_MEMBERS],
             len: 0,
-            line: None,
-            lines: 0,
         }
     }
 
     fn as_slice(&self) -> &[(&'a str, &'a str)] {
         self.members.get(..self.len).unwrap_or_default()
     }
-
-    /// The header lens sends for these members, when it is a slice of the one line.
-    fn joined(&self) -> Option<&'a str> {
-        let line = self.line?;
-        let (first, _) = self.as_slice().first()?;
-        let (_, last) = self.as_slice().last()?;
-        let start = (first.as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
-        let end = (last.as_ptr() as usize + last.len()).checked_sub(line.as_ptr() as usize)?;
-        line.get(start..end)
-    }
 }
 
 impl<'a> MemberSink<'a> for InlineMembers<'a> {
-    fn line(&mut self, line: &'a str) {
-        self.lines += 1;
-        self.line = (self.lines == 1).then_some(line);
-    }
-
     fn contains(&self, key: &str) -> bool {
         self.as_slice().iter().any(|(k, _)| *k == key)
     }
@@ -251,12 +229,6 @@ impl<'a> MemberSink<'a> for InlineMembers<'a> {
     fn push(&mut self, key: &'a str, value: &'a str) -> bool {
         if !otel_accepts_key(key) {
             return false;
-        }
-        if let Some((_, previous)) = self.as_slice().last() {
-            // Adjacent only when exactly one `,` lies between the previous value and this key.
-            if previous.as_ptr() as usize + previous.len() + 1 != key.as_ptr() as usize {
-                self.line = None;
-            }
         }
         match self.members.get_mut(self.len) {
             Some(slot) => {
@@ -392,8 +364,8 @@ pub(crate) enum ExtractedTraceState<'a> {
     /// No tracestate, or an invalid one (the whole tracestate is dropped).
     Empty,
     /// Every member is one opentelemetry's `TraceState` holds (and there are at most 8): the
-    /// members, borrowed from the header lines. lens needs no copy of its own, though it may keep one (see
-    /// [`ExtractedTraceState::to_list`]) to spare inject from re-validating opentelemetry's.
+    /// members, borrowed from the header lines. lens needs no copy of its own: inject writes
+    /// the header from opentelemetry's `TraceState`.
     Otel(InlineMembers<'a>),
     /// opentelemetry's `TraceState` cannot hold every member: lens's own list.
     List(TraceStateList),
@@ -427,64 +399,48 @@ impl ExtractedTraceState<'_> {
         }
     }
 
-    /// lens's list: `None` when empty.
+    /// lens's own list, when opentelemetry's `TraceState` cannot hold every member (only then
+    /// does lens keep a copy, docs/propagation-rules.md#opentelemetry-types).
     pub(crate) fn into_list(self) -> Option<TraceStateList> {
         match self {
-            ExtractedTraceState::Empty => None,
-            ExtractedTraceState::Otel(inline) => Some(match inline.joined() {
-                // Every key fits opentelemetry, none repeats.
-                Some(header) => TraceStateList {
-                    header: header.to_owned(),
-                    len: inline.len,
-                    fits_otel: true,
-                },
-                None => {
-                    let size: usize = inline
-                        .as_slice()
-                        .iter()
-                        .map(|(k, v)| k.len() + v.len() + 2)
-                        .sum();
-                    let mut list = TraceStateList::new();
-                    list.header.reserve(size.saturating_sub(1));
-                    for (k, v) in inline.as_slice() {
-                        list.push_unchecked(k, v);
-                    }
-                    list
-                }
-            }),
             ExtractedTraceState::List(list) => Some(list),
+            ExtractedTraceState::Empty | ExtractedTraceState::Otel(_) => None,
         }
-    }
-
-    /// Whether lens must keep its own list for opentelemetry's `TraceState` to lose nothing.
-    pub(crate) fn needs_list(&self) -> bool {
-        matches!(self, ExtractedTraceState::List(_))
     }
 }
 
 /// The header lens sends for opentelemetry's `TraceState`, when it holds any valid member: the
-/// valid members (lens's grammar), first of each key, joined by `,`. Iterates the `TraceState`
-/// directly (its own `header()` formats every member separately).
+/// valid members (lens's grammar), first of each key, joined by `,`. One pass over the
+/// `TraceState` in the common case (each of its iterators costs a call).
 pub(crate) fn header_from_otel(state: &TraceState) -> Option<String> {
-    let size: usize = state.into_iter().map(|(k, v)| k.len() + v.len() + 2).sum();
-    if size == 0 {
+    // Common case: at most 8 members, every one valid, no key repeated: the header is the
+    // members joined. opentelemetry's non-empty keys are valid here (its grammar is a subset
+    // of docs/propagation-rules.md#tracestate, but it takes an empty key); its values need the
+    // full check (it allows empty ones, control characters, a trailing space).
+    let mut members = [("", ""); INLINE_MEMBERS];
+    let mut len = 0;
+    let mut size = 0;
+    for (k, v) in state {
+        let fits = !k.is_empty()
+            && valid_value(v.as_bytes())
+            && !members.iter().take(len).any(|(prev, _)| *prev == k);
+        match members.get_mut(len) {
+            Some(slot) if fits => *slot = (k, v),
+            // More members, or one the general path must judge.
+            _ => {
+                let list = TraceStateList::from_otel(state);
+                return (!list.is_empty()).then_some(list.header);
+            }
+        }
+        len += 1;
+        size += k.len() + v.len() + 2;
+    }
+    if len == 0 {
         return None;
     }
-    // Common case: every member valid, no key repeated: the header is the members joined.
-    // opentelemetry's non-empty keys are valid here (its grammar is a subset of docs/propagation-rules.md#tracestate,
-    // but it takes an empty key); its values need the full check (it allows empty ones, control
-    // characters, a trailing space).
-    let mut header = String::with_capacity(size.saturating_sub(1));
-    for (members, (k, v)) in state.into_iter().enumerate() {
-        if members >= Limits::DEFAULT.tracestate_members
-            || k.is_empty()
-            || !valid_value(v.as_bytes())
-            || state.into_iter().take(members).any(|(prev, _)| prev == k)
-        {
-            let list = TraceStateList::from_otel(state);
-            return (!list.is_empty()).then_some(list.header);
-        }
-        if members > 0 {
+    let mut header = String::with_capacity(size - 1);
+    for (i, (k, v)) in members.iter().take(len).enumerate() {
+        if i > 0 {
             header.push(',');
         }
         header.push_str(k);
