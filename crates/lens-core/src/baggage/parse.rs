@@ -56,6 +56,7 @@ struct HeaderBuilder<'a> {
 }
 
 impl<'a> HeaderBuilder<'a> {
+    #[inline(always)]
     fn push(
         &mut self,
         line: &'a str,
