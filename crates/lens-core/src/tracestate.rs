@@ -204,26 +204,29 @@ const INLINE_MEMBERS: usize = 8;
 
 /// Members borrowed from the header lines, while every key is one opentelemetry accepts.
 pub(crate) struct InlineMembers<'a> {
-    members: [(&'a str, &'a str); INLINE_MEMBERS],
+    /// `None` past `len`: an array of `None`s is all zeros, so it starts without a copy.
+    members: [Option<(&'a str, &'a str)>; INLINE_MEMBERS],
     len: usize,
 }
 
 impl<'a> InlineMembers<'a> {
     fn new() -> Self {
         InlineMembers {
-            members: [("", ""); INLINE_MEMBERS],
+            members: [None; INLINE_MEMBERS],
             len: 0,
         }
     }
 
-    fn as_slice(&self) -> &[(&'a str, &'a str)] {
-        self.members.get(..self.len).unwrap_or_default()
+    /// The members (an exact-size iterator, so that opentelemetry's `TraceState` is sized once).
+    fn iter(&self) -> impl ExactSizeIterator<Item = (&'a str, &'a str)> + '_ {
+        let members = self.members.get(..self.len).unwrap_or_default();
+        members.iter().map(|m| m.unwrap_or_default())
     }
 }
 
 impl<'a> MemberSink<'a> for InlineMembers<'a> {
     fn contains(&self, key: &str) -> bool {
-        self.as_slice().iter().any(|(k, _)| *k == key)
+        self.iter().any(|(k, _)| k == key)
     }
 
     fn push(&mut self, key: &'a str, value: &'a str) -> bool {
@@ -232,7 +235,7 @@ impl<'a> MemberSink<'a> for InlineMembers<'a> {
         }
         match self.members.get_mut(self.len) {
             Some(slot) => {
-                *slot = (key, value);
+                *slot = Some((key, value));
                 self.len += 1;
                 true
             }
@@ -297,6 +300,17 @@ where
     Ok(true)
 }
 
+/// Where the run of bytes of class `bits` that starts at `from` ends (a slice scan: no bounds
+/// check per byte).
+#[inline]
+fn run_end(bytes: &[u8], from: usize, bits: u8) -> usize {
+    let rest = bytes.get(from..).unwrap_or_default();
+    from + rest
+        .iter()
+        .position(|&b| class(b) & bits == 0)
+        .unwrap_or(rest.len())
+}
+
 /// Byte range in a line.
 type Span = (usize, usize);
 
@@ -308,19 +322,13 @@ fn scan_member(bytes: &[u8], mut pos: usize) -> Option<(Span, Span, usize)> {
     if class(*bytes.get(pos)?) & KEY_START == 0 {
         return None;
     }
-    pos += 1;
-    while bytes.get(pos).is_some_and(|&b| class(b) & KEY_CHAR != 0) {
-        pos += 1;
-    }
+    pos = run_end(bytes, pos + 1, KEY_CHAR);
     if bytes.get(pos) != Some(&b'=') || pos - key_start > MAX_KEY_LEN {
         return None;
     }
     let key_end = pos;
-    pos += 1;
-    let value_start = pos;
-    while bytes.get(pos).is_some_and(|&b| class(b) & VALUE_CHAR != 0) {
-        pos += 1;
-    }
+    let value_start = pos + 1;
+    pos = run_end(bytes, value_start, VALUE_CHAR);
     // Spaces belong to the value, except those that end the member.
     let mut value_end = pos;
     while value_end > value_start && bytes.get(value_end - 1) == Some(&b' ') {
@@ -356,56 +364,56 @@ fn member_error(line: &str, start: usize) -> TraceStateError {
     }
 }
 
-/// The tracestate of a valid traceparent, as extract reads it (docs/propagation-rules.md#tracestate, docs/propagation-rules.md#opentelemetry-types).
-// Lives on the stack for one extract; boxing the inline members would cost the allocation
-// this type exists to avoid.
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum ExtractedTraceState<'a> {
-    /// No tracestate, or an invalid one (the whole tracestate is dropped).
-    Empty,
-    /// Every member is one opentelemetry's `TraceState` holds (and there are at most 8): the
-    /// members, borrowed from the header lines. lens needs no copy of its own: inject writes
-    /// the header from opentelemetry's `TraceState`.
-    Otel(InlineMembers<'a>),
-    /// opentelemetry's `TraceState` cannot hold every member: lens's own list.
-    List(TraceStateList),
+/// The tracestate of a valid traceparent, as extract reads it (docs/propagation-rules.md#tracestate, docs/propagation-rules.md#opentelemetry-types):
+/// no member (none, or an invalid tracestate: the whole tracestate is dropped); members that
+/// opentelemetry's `TraceState` holds, borrowed from the header lines (lens needs no copy of its
+/// own: inject writes the header from opentelemetry's); or lens's own list, when
+/// opentelemetry's `TraceState` cannot hold every member.
+// Lives on the stack for one extract, built in place (no enum around the inline members, whose
+// move would be a copy of all of them).
+pub(crate) struct ExtractedTraceState<'a> {
+    /// The members, while every key is one opentelemetry accepts and there are at most 8;
+    /// empty otherwise.
+    inline: InlineMembers<'a>,
+    /// lens's own list, when opentelemetry's `TraceState` cannot hold every member.
+    list: Option<TraceStateList>,
 }
 
-impl ExtractedTraceState<'_> {
+impl<'a> ExtractedTraceState<'a> {
     /// Parses the tracestate lines of a valid traceparent. The common case (every key one
     /// opentelemetry accepts, at most 8 members) allocates nothing.
-    pub(crate) fn parse<'a>(lines: &[&'a str], limits: &Limits) -> ExtractedTraceState<'a> {
-        let mut inline = InlineMembers::new();
-        match parse_members(lines.iter().copied(), limits, &mut inline) {
-            Err(_) => ExtractedTraceState::Empty,
-            Ok(true) if inline.len == 0 => ExtractedTraceState::Empty,
-            Ok(true) => ExtractedTraceState::Otel(inline),
+    pub(crate) fn parse(lines: &[&'a str], limits: &Limits) -> ExtractedTraceState<'a> {
+        let mut state = ExtractedTraceState {
+            inline: InlineMembers::new(),
+            list: None,
+        };
+        match parse_members(lines.iter().copied(), limits, &mut state.inline) {
+            Ok(true) => {}
+            Err(_) => state.inline.len = 0,
             // A key opentelemetry rejects, or more than 8 members: the general path.
-            Ok(false) => match TraceStateList::parse(lines.iter().copied(), limits) {
-                Ok(list) if !list.is_empty() => ExtractedTraceState::List(list),
-                _ => ExtractedTraceState::Empty,
-            },
+            Ok(false) => {
+                state.inline.len = 0;
+                state.list = TraceStateList::parse(lines.iter().copied(), limits)
+                    .ok()
+                    .filter(|list| !list.is_empty());
+            }
         }
+        state
     }
 
     /// opentelemetry's `TraceState`: every member it can hold.
     pub(crate) fn to_otel(&self) -> TraceState {
-        match self {
-            ExtractedTraceState::Empty => TraceState::NONE,
-            ExtractedTraceState::Otel(inline) => {
-                TraceState::from_key_value(inline.as_slice().iter().copied()).unwrap_or_default()
-            }
-            ExtractedTraceState::List(list) => list.to_otel(),
+        match &self.list {
+            Some(list) => list.to_otel(),
+            None if self.inline.len == 0 => TraceState::NONE,
+            None => TraceState::from_key_value(self.inline.iter()).unwrap_or_default(),
         }
     }
 
     /// lens's own list, when opentelemetry's `TraceState` cannot hold every member (only then
     /// does lens keep a copy, docs/propagation-rules.md#opentelemetry-types).
     pub(crate) fn into_list(self) -> Option<TraceStateList> {
-        match self {
-            ExtractedTraceState::List(list) => Some(list),
-            ExtractedTraceState::Empty | ExtractedTraceState::Otel(_) => None,
-        }
+        self.list
     }
 }
 
