@@ -187,12 +187,12 @@ impl W3cPropagator {
                 injector.set(TRACEPARENT_HEADER, tp.to_header_string());
                 match state.and_then(|state| state.tracestate_for(sc)) {
                     Some(list) => injector.set(TRACESTATE_HEADER, list.header().to_owned()),
-                    None if !sc.trace_state().is_empty_state() => {
+                    // `None` for an empty `TraceState` too: no header.
+                    None => {
                         if let Some(header) = header_from_otel(sc.trace_state()) {
                             injector.set(TRACESTATE_HEADER, header);
                         }
                     }
-                    None => {}
                 }
             }
         }
@@ -526,17 +526,6 @@ pub struct HeaderLines<'a> {
     pub tracestate: &'a [&'a str],
     /// The `baggage` lines.
     pub baggage: &'a [&'a str],
-}
-
-/// Small helper: opentelemetry's `TraceState` has no `is_empty`.
-trait TraceStateEmpty {
-    fn is_empty_state(&self) -> bool;
-}
-
-impl TraceStateEmpty for opentelemetry::trace::TraceState {
-    fn is_empty_state(&self) -> bool {
-        self.into_iter().next().is_none()
-    }
 }
 
 impl TextMapPropagator for W3cPropagator {
