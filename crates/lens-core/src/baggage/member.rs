@@ -281,6 +281,7 @@ pub(super) fn write_properties(raw: &str, out: &mut String) {
 
 /// The one writer of a member as lens sends it (docs/propagation-rules.md#baggage): `key=<value percent-encoded>`,
 /// then `;` and the properties (valid, normalized on the way) when there are any.
+#[inline]
 pub(super) fn write_member(out: &mut String, key: &str, value: &str, properties: &str) {
     out.push_str(key);
     out.push('=');

@@ -306,6 +306,7 @@ impl Sink for OtelSink {
         self.count
     }
 
+    #[inline]
     fn push(
         &mut self,
         key: &str,
