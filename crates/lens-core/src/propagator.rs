@@ -266,7 +266,8 @@ impl W3cPropagator {
         let Some(lines) = tracestate else {
             return (tp.to_remote_span_context(TraceState::NONE), None);
         };
-        let state = ExtractedTraceState::parse(lines, &self.limits);
+        let mut state = ExtractedTraceState::new();
+        state.parse(lines, &self.limits);
         let sc = tp.to_remote_span_context(state.to_otel());
         let copy = state.into_list().map(|list| TraceStateCopy {
             trace_id: tp.trace_id,

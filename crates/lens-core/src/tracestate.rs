@@ -380,25 +380,29 @@ pub(crate) struct ExtractedTraceState<'a> {
 }
 
 impl<'a> ExtractedTraceState<'a> {
-    /// Parses the tracestate lines of a valid traceparent. The common case (every key one
-    /// opentelemetry accepts, at most 8 members) allocates nothing.
-    pub(crate) fn parse(lines: &[&'a str], limits: &Limits) -> ExtractedTraceState<'a> {
-        let mut state = ExtractedTraceState {
+    /// No members yet: [`ExtractedTraceState::parse`] fills it where it lies (returning the
+    /// inline members would copy them).
+    pub(crate) fn new() -> Self {
+        ExtractedTraceState {
             inline: InlineMembers::new(),
             list: None,
-        };
-        match parse_members(lines.iter().copied(), limits, &mut state.inline) {
+        }
+    }
+
+    /// Parses the tracestate lines of a valid traceparent into this empty state. The common case
+    /// (every key one opentelemetry accepts, at most 8 members) allocates nothing.
+    pub(crate) fn parse(&mut self, lines: &[&'a str], limits: &Limits) {
+        match parse_members(lines.iter().copied(), limits, &mut self.inline) {
             Ok(true) => {}
-            Err(_) => state.inline.len = 0,
+            Err(_) => self.inline.len = 0,
             // A key opentelemetry rejects, or more than 8 members: the general path.
             Ok(false) => {
-                state.inline.len = 0;
-                state.list = TraceStateList::parse(lines.iter().copied(), limits)
+                self.inline.len = 0;
+                self.list = TraceStateList::parse(lines.iter().copied(), limits)
                     .ok()
                     .filter(|list| !list.is_empty());
             }
         }
-        state
     }
 
     /// opentelemetry's `TraceState`: every member it can hold.
