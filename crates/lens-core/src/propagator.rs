@@ -187,12 +187,12 @@ impl W3cPropagator {
                 injector.set(TRACEPARENT_HEADER, tp.to_header_string());
                 match state.and_then(|state| state.tracestate_for(sc)) {
                     Some(list) => injector.set(TRACESTATE_HEADER, list.header().to_owned()),
-                    None if !sc.trace_state().is_empty_state() => {
+                    // `None` for an empty `TraceState` too: no header.
+                    None => {
                         if let Some(header) = header_from_otel(sc.trace_state()) {
                             injector.set(TRACESTATE_HEADER, header);
                         }
                     }
-                    None => {}
                 }
             }
         }
@@ -245,7 +245,7 @@ impl W3cPropagator {
     pub fn extract_span_context(&self, extractor: &dyn Extractor) -> Option<SpanContext> {
         let tp = self.traceparent_from(extractor)?;
         let tracestate = extractor.get_all(TRACESTATE_HEADER);
-        Some(self.remote_span(&tp, tracestate.as_deref(), false).0)
+        Some(self.remote_span(&tp, tracestate.as_deref()).0)
     }
 
     /// The valid traceparent in the carrier, if any.
@@ -255,25 +255,21 @@ impl W3cPropagator {
     }
 
     /// The remote span context of a valid traceparent and its tracestate lines; lens's own
-    /// tracestate list is kept when opentelemetry's `TraceState` cannot hold every member, or
-    /// when `keep_list` says so.
+    /// tracestate list is kept only when opentelemetry's `TraceState` cannot hold every member
+    /// (otherwise inject writes the header from opentelemetry's, which costs less than a copy
+    /// made on every extract).
     fn remote_span(
         &self,
         tp: &TraceParent,
         tracestate: Option<&[&str]>,
-        keep_list: bool,
     ) -> (SpanContext, Option<TraceStateCopy>) {
         let Some(lines) = tracestate else {
             return (tp.to_remote_span_context(TraceState::NONE), None);
         };
-        let state = ExtractedTraceState::parse(lines, &self.limits);
+        let mut state = ExtractedTraceState::new();
+        state.parse(lines, &self.limits);
         let sc = tp.to_remote_span_context(state.to_otel());
-        let copy = if state.needs_list() || keep_list {
-            state.into_list()
-        } else {
-            None
-        };
-        let copy = copy.map(|list| TraceStateCopy {
+        let copy = state.into_list().map(|list| TraceStateCopy {
             trace_id: tp.trace_id,
             list,
         });
@@ -306,11 +302,6 @@ impl W3cPropagator {
     /// assert_eq!(cx.baggage().get("tier").map(|v| v.as_str()), Some("gold"));
     /// ```
     pub fn extract_lines(&self, cx: &Context, lines: HeaderLines<'_>) -> Context {
-        let baggage = if self.baggage && !lines.baggage.is_empty() {
-            extract_baggage(lines.baggage, &self.limits, self.plus_as_space)
-        } else {
-            None
-        };
         let trace = if self.trace_context {
             TraceParent::parse_lines(
                 lines.traceparent.iter().copied(),
@@ -319,8 +310,13 @@ impl W3cPropagator {
             .ok()
             .map(|tp| {
                 let tracestate = (!lines.tracestate.is_empty()).then_some(lines.tracestate);
-                self.remote_span(&tp, tracestate, baggage.is_some())
+                self.remote_span(&tp, tracestate)
             })
+        } else {
+            None
+        };
+        let baggage = if self.baggage && !lines.baggage.is_empty() {
+            extract_baggage(lines.baggage, &self.limits, self.plus_as_space)
         } else {
             None
         };
@@ -533,37 +529,24 @@ pub struct HeaderLines<'a> {
     pub baggage: &'a [&'a str],
 }
 
-/// Small helper: opentelemetry's `TraceState` has no `is_empty`.
-trait TraceStateEmpty {
-    fn is_empty_state(&self) -> bool;
-}
-
-impl TraceStateEmpty for opentelemetry::trace::TraceState {
-    fn is_empty_state(&self) -> bool {
-        self.into_iter().next().is_none()
-    }
-}
-
 impl TextMapPropagator for W3cPropagator {
     fn inject_context(&self, cx: &Context, injector: &mut dyn Injector) {
         self.inject_parts(cx, injector, true, true);
     }
 
     fn extract_with_context(&self, cx: &Context, extractor: &dyn Extractor) -> Context {
-        // Baggage first: when lens keeps a copy of it in the Context anyway, its tracestate
-        // list goes beside it, so that inject need not re-validate opentelemetry's.
+        let trace = if self.trace_context {
+            self.traceparent_from(extractor).map(|tp| {
+                let tracestate = extractor.get_all(TRACESTATE_HEADER);
+                self.remote_span(&tp, tracestate.as_deref())
+            })
+        } else {
+            None
+        };
         let baggage = if self.baggage {
             extractor
                 .get_all(BAGGAGE_HEADER)
                 .and_then(|lines| extract_baggage(&lines, &self.limits, self.plus_as_space))
-        } else {
-            None
-        };
-        let trace = if self.trace_context {
-            self.traceparent_from(extractor).map(|tp| {
-                let tracestate = extractor.get_all(TRACESTATE_HEADER);
-                self.remote_span(&tp, tracestate.as_deref(), baggage.is_some())
-            })
         } else {
             None
         };

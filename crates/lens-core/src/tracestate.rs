@@ -204,63 +204,38 @@ const INLINE_MEMBERS: usize = 8;
 
 /// Members borrowed from the header lines, while every key is one opentelemetry accepts.
 pub(crate) struct InlineMembers<'a> {
-    members: [(&'a str, &'a str); INLINE_MEMBERS],
+    /// `None` past `len`: an array of `None`s is all zeros, so it starts without a copy.
+    members: [Option<(&'a str, &'a str)>; INLINE_MEMBERS],
     len: usize,
-    /// The only line seen so far, while its members follow each other separated by a bare `,`
-    /// (then the header lens sends is a slice of it).
-    line: Option<&'a str>,
-    /// Lines seen.
-    lines: usize,
 }
 
 impl<'a> InlineMembers<'a> {
     fn new() -> Self {
         InlineMembers {
-            members: [("", ""); INLINE_MEMBERS],
+            members: [None; INLINE_MEMBERS],
             len: 0,
-            line: None,
-            lines: 0,
         }
     }
 
-    fn as_slice(&self) -> &[(&'a str, &'a str)] {
-        self.members.get(..self.len).unwrap_or_default()
-    }
-
-    /// The header lens sends for these members, when it is a slice of the one line.
-    fn joined(&self) -> Option<&'a str> {
-        let line = self.line?;
-        let (first, _) = self.as_slice().first()?;
-        let (_, last) = self.as_slice().last()?;
-        let start = (first.as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
-        let end = (last.as_ptr() as usize + last.len()).checked_sub(line.as_ptr() as usize)?;
-        line.get(start..end)
+    /// The members (an exact-size iterator, so that opentelemetry's `TraceState` is sized once).
+    fn iter(&self) -> impl ExactSizeIterator<Item = (&'a str, &'a str)> + '_ {
+        let members = self.members.get(..self.len).unwrap_or_default();
+        members.iter().map(|m| m.unwrap_or_default())
     }
 }
 
 impl<'a> MemberSink<'a> for InlineMembers<'a> {
-    fn line(&mut self, line: &'a str) {
-        self.lines += 1;
-        self.line = (self.lines == 1).then_some(line);
-    }
-
     fn contains(&self, key: &str) -> bool {
-        self.as_slice().iter().any(|(k, _)| *k == key)
+        self.iter().any(|(k, _)| k == key)
     }
 
     fn push(&mut self, key: &'a str, value: &'a str) -> bool {
         if !otel_accepts_key(key) {
             return false;
         }
-        if let Some((_, previous)) = self.as_slice().last() {
-            // Adjacent only when exactly one `,` lies between the previous value and this key.
-            if previous.as_ptr() as usize + previous.len() + 1 != key.as_ptr() as usize {
-                self.line = None;
-            }
-        }
         match self.members.get_mut(self.len) {
             Some(slot) => {
-                *slot = (key, value);
+                *slot = Some((key, value));
                 self.len += 1;
                 true
             }
@@ -325,6 +300,17 @@ where
     Ok(true)
 }
 
+/// Where the run of bytes of class `bits` that starts at `from` ends (a slice scan: no bounds
+/// check per byte).
+#[inline]
+fn run_end(bytes: &[u8], from: usize, bits: u8) -> usize {
+    let rest = bytes.get(from..).unwrap_or_default();
+    from + rest
+        .iter()
+        .position(|&b| class(b) & bits == 0)
+        .unwrap_or(rest.len())
+}
+
 /// Byte range in a line.
 type Span = (usize, usize);
 
@@ -336,19 +322,13 @@ fn scan_member(bytes: &[u8], mut pos: usize) -> Option<(Span, Span, usize)> {
     if class(*bytes.get(pos)?) & KEY_START == 0 {
         return None;
     }
-    pos += 1;
-    while bytes.get(pos).is_some_and(|&b| class(b) & KEY_CHAR != 0) {
-        pos += 1;
-    }
+    pos = run_end(bytes, pos + 1, KEY_CHAR);
     if bytes.get(pos) != Some(&b'=') || pos - key_start > MAX_KEY_LEN {
         return None;
     }
     let key_end = pos;
-    pos += 1;
-    let value_start = pos;
-    while bytes.get(pos).is_some_and(|&b| class(b) & VALUE_CHAR != 0) {
-        pos += 1;
-    }
+    let value_start = pos + 1;
+    pos = run_end(bytes, value_start, VALUE_CHAR);
     // Spaces belong to the value, except those that end the member.
     let mut value_end = pos;
     while value_end > value_start && bytes.get(value_end - 1) == Some(&b' ') {
@@ -384,107 +364,86 @@ fn member_error(line: &str, start: usize) -> TraceStateError {
     }
 }
 
-/// The tracestate of a valid traceparent, as extract reads it (docs/propagation-rules.md#tracestate, docs/propagation-rules.md#opentelemetry-types).
-// Lives on the stack for one extract; boxing the inline members would cost the allocation
-// this type exists to avoid.
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum ExtractedTraceState<'a> {
-    /// No tracestate, or an invalid one (the whole tracestate is dropped).
-    Empty,
-    /// Every member is one opentelemetry's `TraceState` holds (and there are at most 8): the
-    /// members, borrowed from the header lines. lens needs no copy of its own, though it may keep one (see
-    /// [`ExtractedTraceState::to_list`]) to spare inject from re-validating opentelemetry's.
-    Otel(InlineMembers<'a>),
-    /// opentelemetry's `TraceState` cannot hold every member: lens's own list.
-    List(TraceStateList),
+/// The tracestate of a valid traceparent, as extract reads it (docs/propagation-rules.md#tracestate, docs/propagation-rules.md#opentelemetry-types):
+/// no member (none, or an invalid tracestate: the whole tracestate is dropped); members that
+/// opentelemetry's `TraceState` holds, borrowed from the header lines (lens needs no copy of its
+/// own: inject writes the header from opentelemetry's); or lens's own list, when
+/// opentelemetry's `TraceState` cannot hold every member.
+// Lives on the stack for one extract, built in place (no enum around the inline members, whose
+// move would be a copy of all of them).
+pub(crate) struct ExtractedTraceState<'a> {
+    /// The members, while every key is one opentelemetry accepts and there are at most 8;
+    /// empty otherwise.
+    inline: InlineMembers<'a>,
+    /// lens's own list, when opentelemetry's `TraceState` cannot hold every member.
+    list: Option<TraceStateList>,
 }
 
-impl ExtractedTraceState<'_> {
-    /// Parses the tracestate lines of a valid traceparent. The common case (every key one
-    /// opentelemetry accepts, at most 8 members) allocates nothing.
-    pub(crate) fn parse<'a>(lines: &[&'a str], limits: &Limits) -> ExtractedTraceState<'a> {
-        let mut inline = InlineMembers::new();
-        match parse_members(lines.iter().copied(), limits, &mut inline) {
-            Err(_) => ExtractedTraceState::Empty,
-            Ok(true) if inline.len == 0 => ExtractedTraceState::Empty,
-            Ok(true) => ExtractedTraceState::Otel(inline),
+impl<'a> ExtractedTraceState<'a> {
+    /// No members yet: [`ExtractedTraceState::parse`] fills it where it lies (returning the
+    /// inline members would copy them).
+    pub(crate) fn new() -> Self {
+        ExtractedTraceState {
+            inline: InlineMembers::new(),
+            list: None,
+        }
+    }
+
+    /// Parses the tracestate lines of a valid traceparent into this empty state. The common case
+    /// (every key one opentelemetry accepts, at most 8 members) allocates nothing.
+    pub(crate) fn parse(&mut self, lines: &[&'a str], limits: &Limits) {
+        match parse_members(lines.iter().copied(), limits, &mut self.inline) {
+            Ok(true) => {}
+            Err(_) => self.inline.len = 0,
             // A key opentelemetry rejects, or more than 8 members: the general path.
-            Ok(false) => match TraceStateList::parse(lines.iter().copied(), limits) {
-                Ok(list) if !list.is_empty() => ExtractedTraceState::List(list),
-                _ => ExtractedTraceState::Empty,
-            },
+            Ok(false) => {
+                self.inline.len = 0;
+                self.list = TraceStateList::parse(lines.iter().copied(), limits)
+                    .ok()
+                    .filter(|list| !list.is_empty());
+            }
         }
     }
 
     /// opentelemetry's `TraceState`: every member it can hold.
     pub(crate) fn to_otel(&self) -> TraceState {
-        match self {
-            ExtractedTraceState::Empty => TraceState::NONE,
-            ExtractedTraceState::Otel(inline) => {
-                TraceState::from_key_value(inline.as_slice().iter().copied()).unwrap_or_default()
-            }
-            ExtractedTraceState::List(list) => list.to_otel(),
+        match &self.list {
+            Some(list) => list.to_otel(),
+            None if self.inline.len == 0 => TraceState::NONE,
+            None => TraceState::from_key_value(self.inline.iter()).unwrap_or_default(),
         }
     }
 
-    /// lens's list: `None` when empty.
+    /// lens's own list, when opentelemetry's `TraceState` cannot hold every member (only then
+    /// does lens keep a copy, docs/propagation-rules.md#opentelemetry-types).
     pub(crate) fn into_list(self) -> Option<TraceStateList> {
-        match self {
-            ExtractedTraceState::Empty => None,
-            ExtractedTraceState::Otel(inline) => Some(match inline.joined() {
-                // Every key fits opentelemetry, none repeats.
-                Some(header) => TraceStateList {
-                    header: header.to_owned(),
-                    len: inline.len,
-                    fits_otel: true,
-                },
-                None => {
-                    let size: usize = inline
-                        .as_slice()
-                        .iter()
-                        .map(|(k, v)| k.len() + v.len() + 2)
-                        .sum();
-                    let mut list = TraceStateList::new();
-                    list.header.reserve(size.saturating_sub(1));
-                    for (k, v) in inline.as_slice() {
-                        list.push_unchecked(k, v);
-                    }
-                    list
-                }
-            }),
-            ExtractedTraceState::List(list) => Some(list),
-        }
-    }
-
-    /// Whether lens must keep its own list for opentelemetry's `TraceState` to lose nothing.
-    pub(crate) fn needs_list(&self) -> bool {
-        matches!(self, ExtractedTraceState::List(_))
+        self.list
     }
 }
 
 /// The header lens sends for opentelemetry's `TraceState`, when it holds any valid member: the
-/// valid members (lens's grammar), first of each key, joined by `,`. Iterates the `TraceState`
-/// directly (its own `header()` formats every member separately).
+/// valid members (lens's grammar), first of each key, joined by `,`. One pass over the
+/// `TraceState` in the common case (each of its iterators costs a call).
 pub(crate) fn header_from_otel(state: &TraceState) -> Option<String> {
-    // One pass over opentelemetry's members into a stack array (each `into_iter` over a
-    // `TraceState` costs about as much as the members' checks), then one write.
+    // Common case: at most 8 members, every one valid, no key repeated: the header is the
+    // members joined. opentelemetry's non-empty keys are valid here (its grammar is a subset
+    // of docs/propagation-rules.md#tracestate, but it takes an empty key); its values need the
+    // full check (it allows empty ones, control characters, a trailing space).
     let mut members = [("", ""); INLINE_MEMBERS];
     let mut len = 0;
     let mut size = 0;
     for (k, v) in state {
-        // Common case: every member valid, no key repeated, at most 8 members: the header is
-        // the members joined. opentelemetry's non-empty keys are valid here (its grammar is a
-        // subset of docs/propagation-rules.md#tracestate, but it takes an empty key); its values
-        // need the full check (it allows empty ones, control characters, a trailing space).
-        let common = len < INLINE_MEMBERS
-            && !k.is_empty()
+        let fits = !k.is_empty()
             && valid_value(v.as_bytes())
-            && !members[..len].iter().any(|(prev, _)| *prev == k);
-        if !common {
-            let list = TraceStateList::from_otel(state);
-            return (!list.is_empty()).then_some(list.header);
+            && !members.iter().take(len).any(|(prev, _)| *prev == k);
+        match members.get_mut(len) {
+            Some(slot) if fits => *slot = (k, v),
+            // More members, or one the general path must judge.
+            _ => {
+                let list = TraceStateList::from_otel(state);
+                return (!list.is_empty()).then_some(list.header);
+            }
         }
-        members[len] = (k, v);
         len += 1;
         size += k.len() + v.len() + 2;
     }
@@ -492,7 +451,7 @@ pub(crate) fn header_from_otel(state: &TraceState) -> Option<String> {
         return None;
     }
     let mut header = String::with_capacity(size - 1);
-    for (i, (k, v)) in members[..len].iter().enumerate() {
+    for (i, (k, v)) in members.iter().take(len).enumerate() {
         if i > 0 {
             header.push(',');
         }

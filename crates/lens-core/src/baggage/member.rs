@@ -100,6 +100,9 @@ pub(super) fn member_text(line: &str, start: usize) -> &str {
 
 /// Scans the member starting at `start` in one pass: what it is, and where the next one starts
 /// (past the end of the line when there is none). The one baggage grammar (docs/propagation-rules.md#baggage).
+/// Inlined into the parser (its result is large to return); members that are empty, invalid or
+/// carry properties are finished out of line.
+#[inline(always)]
 pub(super) fn scan_member(line: &str, start: usize, plus_as_space: bool) -> (Scanned, usize) {
     let bytes = line.as_bytes();
     let key_start = skip_ows(bytes, start);
@@ -109,18 +112,8 @@ pub(super) fn scan_member(line: &str, start: usize, plus_as_space: bool) -> (Sca
     }
     let key_end = i;
     i = skip_ows(bytes, i);
-    if key_end == key_start && matches!(bytes.get(i), None | Some(b',')) {
-        return (Scanned::Empty, next_member(bytes, i));
-    }
     if key_end == key_start || bytes.get(i) != Some(&b'=') {
-        let next = next_member(bytes, i);
-        let member = member_text(line, key_start);
-        let reason = if member.contains('=') {
-            BaggageIssueReason::InvalidKey
-        } else {
-            BaggageIssueReason::MissingEquals
-        };
-        return (Scanned::Invalid(key_start, reason), next);
+        return not_a_member(line, key_start, key_end, i);
     }
     let mut canonical = i == key_end;
     let value_start = skip_ows(bytes, i + 1);
@@ -131,19 +124,25 @@ pub(super) fn scan_member(line: &str, start: usize, plus_as_space: bool) -> (Sca
         not_canonical: 0,
     };
     i = value_start;
-    while let Some(&b) = bytes.get(i) {
-        match BYTE_CLASS[usize::from(b)] {
-            UNRESERVED => {}
-            OCTET => {
+    loop {
+        // Runs of unreserved bytes, most of a value, need no bookkeeping.
+        while bytes
+            .get(i)
+            .is_some_and(|&b| BYTE_CLASS[usize::from(b)] == UNRESERVED)
+        {
+            i += 1;
+        }
+        match bytes.get(i).map(|&b| BYTE_CLASS[usize::from(b)]) {
+            Some(OCTET) => {
                 scan.reserved += 1;
                 scan.not_canonical += 1;
             }
-            PERCENT => {
+            Some(PERCENT) => {
                 scan.needs_decoding = true;
                 scan.reserved += 1;
                 scan.not_canonical += usize::from(!canonical_escape(bytes, i));
             }
-            PLUS => {
+            Some(PLUS) => {
                 scan.needs_decoding |= plus_as_space;
                 scan.reserved += 1;
                 scan.not_canonical += 1;
@@ -155,50 +154,74 @@ pub(super) fn scan_member(line: &str, start: usize, plus_as_space: bool) -> (Sca
     let value_end = i;
     canonical &= scan.not_canonical == 0;
     i = skip_ows(bytes, i);
-    let member = |properties, properties_len, end, canonical| ScannedMember {
+    let member = ScannedMember {
         key: (key_start, key_end),
         value: (value_start, value_end),
         scan,
-        properties,
-        properties_len,
-        end,
+        properties: None,
+        properties_len: 0,
+        end: value_end,
         canonical,
     };
     match bytes.get(i) {
-        None => (
-            Scanned::Member(member(None, 0, value_end, canonical)),
-            bytes.len() + 1,
-        ),
-        Some(b',') => (
-            Scanned::Member(member(None, 0, value_end, canonical)),
-            i + 1,
-        ),
-        Some(b';') => {
-            let next = next_member(bytes, i);
-            let raw_end = next.saturating_sub(1).min(bytes.len());
-            // The member ends before the spaces and tabs that precede its `,`.
-            let mut end = raw_end;
-            while end > i + 1 && bytes.get(end - 1).is_some_and(|&b| is_ows(b)) {
-                end -= 1;
-            }
-            match line.get(i + 1..end).and_then(properties_len) {
-                Some(len) => {
-                    let canonical = canonical && i == value_end && len == end - (i + 1);
-                    (
-                        Scanned::Member(member(Some((i + 1, end)), len, end, canonical)),
-                        next,
-                    )
-                }
-                None => (
-                    Scanned::Invalid(key_start, BaggageIssueReason::InvalidProperty),
-                    next,
-                ),
-            }
-        }
+        None => (Scanned::Member(member), bytes.len() + 1),
+        Some(b',') => (Scanned::Member(member), i + 1),
+        Some(_) => after_value(line, member, i),
+    }
+}
+
+/// The member at `key_start` has no key or no `=` after it (`at`: the first byte after the key
+/// and its trailing spaces and tabs): empty, or invalid.
+#[cold]
+fn not_a_member(line: &str, key_start: usize, key_end: usize, at: usize) -> (Scanned, usize) {
+    let bytes = line.as_bytes();
+    let next = next_member(bytes, at);
+    if key_end == key_start && matches!(bytes.get(at), None | Some(b',')) {
+        return (Scanned::Empty, next);
+    }
+    let reason = if member_text(line, key_start).contains('=') {
+        BaggageIssueReason::InvalidKey
+    } else {
+        BaggageIssueReason::MissingEquals
+    };
+    (Scanned::Invalid(key_start, reason), next)
+}
+
+/// Finishes a member whose value (and the spaces and tabs after it) is followed at `at` by
+/// neither `,` nor the end: its properties after a `;`, or a character no value may hold.
+fn after_value(line: &str, member: ScannedMember, at: usize) -> (Scanned, usize) {
+    let bytes = line.as_bytes();
+    let next = next_member(bytes, at);
+    if bytes.get(at) != Some(&b';') {
         // A raw space inside the value, or a character no value may hold.
-        Some(_) => (
-            Scanned::Invalid(key_start, BaggageIssueReason::InvalidValueCharacter),
-            next_member(bytes, i),
+        return (
+            Scanned::Invalid(member.key.0, BaggageIssueReason::InvalidValueCharacter),
+            next,
+        );
+    }
+    let raw_end = next.saturating_sub(1).min(bytes.len());
+    // The member ends before the spaces and tabs that precede its `,`.
+    let mut end = raw_end;
+    while end > at + 1 && bytes.get(end - 1).is_some_and(|&b| is_ows(b)) {
+        end -= 1;
+    }
+    match line.get(at + 1..end).and_then(properties_len) {
+        Some(len) => {
+            let canonical = member.canonical && at == member.value.1 && len == end - (at + 1);
+            (
+                Scanned::Member(ScannedMember {
+                    properties: Some((at + 1, end)),
+                    properties_len: len,
+                    end,
+                    canonical,
+                    ..member
+                }),
+                next,
+            )
+        }
+        None => (
+            Scanned::Invalid(member.key.0, BaggageIssueReason::InvalidProperty),
+            next,
         ),
     }
 }
@@ -258,6 +281,7 @@ pub(super) fn write_properties(raw: &str, out: &mut String) {
 
 /// The one writer of a member as lens sends it (docs/propagation-rules.md#baggage): `key=<value percent-encoded>`,
 /// then `;` and the properties (valid, normalized on the way) when there are any.
+#[inline]
 pub(super) fn write_member(out: &mut String, key: &str, value: &str, properties: &str) {
     out.push_str(key);
     out.push('=');

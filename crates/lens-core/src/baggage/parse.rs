@@ -56,6 +56,7 @@ struct HeaderBuilder<'a> {
 }
 
 impl<'a> HeaderBuilder<'a> {
+    #[inline(always)]
     fn push(
         &mut self,
         line: &'a str,
@@ -305,6 +306,7 @@ impl Sink for OtelSink {
         self.count
     }
 
+    #[inline]
     fn push(
         &mut self,
         key: &str,
