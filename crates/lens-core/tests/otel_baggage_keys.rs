@@ -12,7 +12,9 @@ use opentelemetry::baggage::{Baggage, BaggageExt};
 
 /// Keys with each ASCII byte, and a few beyond ASCII, in the middle of a token.
 fn keys() -> Vec<String> {
-    let mut keys: Vec<String> = (0u8..=127).map(|b| format!("k{}k", char::from(b))).collect();
+    let mut keys: Vec<String> = (0u8..=127)
+        .map(|b| format!("k{}k", char::from(b)))
+        .collect();
     keys.extend(["k\u{e9}k", "k\u{2028}k", "\u{1f600}"].map(str::to_owned));
     keys.push(String::new());
     keys
@@ -24,7 +26,11 @@ fn opentelemetry_baggage_keys_are_tokens() {
         let mut baggage = Baggage::new();
         let _ = baggage.insert(key.clone(), "v");
         let taken = baggage.get(key.as_str()).is_some();
-        assert_eq!(taken, is_token(&key), "opentelemetry and lens disagree on {key:?}");
+        assert_eq!(
+            taken,
+            is_token(&key),
+            "opentelemetry and lens disagree on {key:?}"
+        );
     }
 }
 
