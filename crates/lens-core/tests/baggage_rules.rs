@@ -155,6 +155,28 @@ fn malformed_percent_escape_is_kept_as_is() {
     assert_eq!(list.header(), "a=%25zz,b=%25,c=%254,d=100%25,e=%25A");
 }
 
+/// The escape check reads the two bytes after the `%`, not its neighbours: hex digits on either
+/// side of a malformed escape do not make it one that may be sent on as received. Each header
+/// holds one member, so that no earlier member has already made lens rewrite the header.
+#[test]
+fn malformed_escape_between_hex_digits_is_still_re_encoded() {
+    for (header, value, sent) in [
+        ("a=A%zB", "A%zB", "a=A%25zB"),
+        ("b=C0%Az", "C0%Az", "b=C0%25Az"),
+    ] {
+        let list = parse(header);
+        assert_eq!(pairs(&list), [(&header[..1], value)]);
+        assert_eq!(list.header(), sent);
+        // The same through extract into opentelemetry's `Baggage` and inject from lens's copy.
+        let mut carrier = std::collections::HashMap::new();
+        carrier.insert("baggage".to_owned(), header.to_owned());
+        let cx = lens_core::extract_context(&carrier);
+        let mut out = std::collections::HashMap::new();
+        lens_core::inject_context_from(&cx, &mut out);
+        assert_eq!(out["baggage"], sent);
+    }
+}
+
 #[test]
 fn invalid_utf8_after_decoding_becomes_replacement_characters() {
     let list = parse("k=%FF%FE,j=a%C3b,l=%E2%82");
