@@ -4,8 +4,8 @@
 //!    every request with its own trace id and baggage; fails on a context mix-up, a lost span,
 //!    or resident memory growing over 10% after the warm-up. Prints requests/s.
 //! 2. `lens-soak otlp-faults`: the same chain with the OTLP collector down (connection refused)
-//!    and black-holing (accepts, never answers), against a baseline without exporter, alternated
-//!    in short rounds; fails on a failed request or a slow-down over 5%.
+//!    and black-holing (accepts, never answers), against a healthy collector, alternated in
+//!    short rounds; fails on a failed request or a slow-down over 5%.
 
 use crate::{Failure, Result, cargo, run};
 
@@ -18,8 +18,9 @@ Builds tests/soak in release mode, then runs:
      request's ids), a lost or duplicated span (exported != requests x 3), or resident memory
      at the end over 10% above the memory after warm-up. Prints requests/s.
   2. the OTLP faults: the same chain with the collector down and black-holing, against a
-     baseline without exporter, alternated in 250 ms rounds for M seconds (default: N); fails
-     on a failed request or a mean or median latency over 5% above the baseline.";
+     healthy collector (and no exporter, reported), alternated in 50 ms rounds for M seconds
+     (default: N); fails on a failed request or a mean or median latency over 5% above the
+     healthy collector's.";
 
 #[derive(Debug, PartialEq, Eq)]
 struct Options {

@@ -6,8 +6,8 @@
 //!   mix-up (every hop saw its own request's ids), no lost span (exported = requests × 3),
 //!   flat memory (resident set at the end within 10% of after warm-up).
 //! * [`run_otlp_faults`]: the same chain while the OTLP collector is down or black-holing,
-//!   against a baseline without exporter, alternated in one run: no failed request, no
-//!   slow-down above 5%.
+//!   against the same exporter with a healthy collector, alternated in one run: no failed
+//!   request, no slow-down above 5%.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -31,7 +31,7 @@ mod tally;
 
 pub use chain::{BACK_SPAN, Chain, FRONT_SPAN, Outcome, RequestId, send};
 pub use error::SoakError;
-pub use otlp::{ArmStats, Mode, OtlpOptions, OtlpReport, run_otlp_faults};
+pub use otlp::{ArmStats, Mode, OtlpOptions, OtlpReport, RoundStats, Statistic, run_otlp_faults};
 pub use rss::resident_bytes;
 pub use soak::{SoakOptions, SoakReport, run_soak};
 pub use tally::{SPANS_PER_REQUEST, SpanTally, TallyCounts};

@@ -1,6 +1,11 @@
 //! [`run_otlp_faults`]: the chain's request latency when the OTLP collector is down or
-//! black-holing, against a baseline without exporter, measured in the same run, the three
-//! alternated in short rounds.
+//! black-holing, against the same exporter with a healthy collector, measured in the same run,
+//! the arms alternated in short rounds.
+//!
+//! The reference is the healthy collector, not a provider without exporter: a fault must not
+//! slow requests, and what exporting costs at all (building every span's data, the processor's
+//! thread, encoding) is paid with a healthy collector too. A provider without exporter is still
+//! run, and the slow-down against it reported, as that cost.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -8,13 +13,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use axum::Router;
+use axum::body::Bytes;
+use axum::http::header::CONTENT_TYPE;
+use axum::routing::post;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{
     BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter,
 };
-use tokio::task::JoinHandle;
 
 use crate::chain::{Chain, Outcome, RequestId, send};
 use crate::{SoakError, nonce};
@@ -23,8 +31,10 @@ use crate::{SoakError, nonce};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Mode {
-    /// No exporter (a tracer provider without span processor): the baseline.
-    Baseline,
+    /// No exporter (a tracer provider without span processor): what exporting costs at all.
+    NoExporter,
+    /// OTLP/HTTP to a collector that answers every export `200 OK`: the reference.
+    Healthy,
     /// OTLP/HTTP to a port nothing listens on (connection refused).
     CollectorDown,
     /// OTLP/HTTP to a listener that accepts connections and never answers.
@@ -32,14 +42,26 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// The three arms, in the order of the first round.
-    pub const ALL: [Mode; 3] = [Mode::Baseline, Mode::CollectorDown, Mode::BlackHole];
+    /// The arms, in the order of the first round.
+    pub const ALL: [Mode; 4] = [
+        Mode::NoExporter,
+        Mode::Healthy,
+        Mode::CollectorDown,
+        Mode::BlackHole,
+    ];
+
+    /// The arms a fault is measured in.
+    pub const FAULTS: [Mode; 2] = [Mode::CollectorDown, Mode::BlackHole];
+
+    /// The arm the faults are compared with.
+    pub const REFERENCE: Mode = Mode::Healthy;
 }
 
 impl fmt::Display for Mode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Mode::Baseline => "no exporter (baseline)",
+            Mode::NoExporter => "no exporter",
+            Mode::Healthy => "collector healthy (reference)",
             Mode::CollectorDown => "collector down",
             Mode::BlackHole => "collector black-holing",
         })
@@ -50,25 +72,25 @@ impl fmt::Display for Mode {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct OtlpOptions {
-    /// Total measuring time, shared by the three arms (warm-up rounds not included).
+    /// Total measuring time, shared by the arms (warm-up rounds not included).
     pub duration: Duration,
     /// Concurrent clients.
     pub concurrency: usize,
     /// Length of one round (one arm at a time).
     pub round: Duration,
-    /// Largest allowed slow-down of an arm against the baseline, in percent.
+    /// Largest allowed slow-down of a fault arm against the reference, in percent.
     pub max_slowdown_percent: u64,
     /// Timeout of each OTLP export.
     pub export_timeout: Duration,
 }
 
 impl OtlpOptions {
-    /// `duration` with `concurrency` clients, 250 ms rounds, 5% allowed, 2 s export timeout.
+    /// `duration` with `concurrency` clients, 50 ms rounds, 5% allowed, 2 s export timeout.
     pub fn new(duration: Duration, concurrency: usize) -> Self {
         OtlpOptions {
             duration,
             concurrency,
-            round: Duration::from_millis(250),
+            round: Duration::from_millis(50),
             max_slowdown_percent: 5,
             export_timeout: Duration::from_secs(2),
         }
@@ -85,16 +107,39 @@ pub struct ArmStats {
     pub failed: u64,
     /// Requests whose hops saw other ids.
     pub mixups: u64,
+    /// Mean latency over all its rounds, microseconds.
+    pub mean_us: f64,
+    /// Median latency over all its rounds, microseconds.
+    pub p50_us: f64,
+    /// 99th percentile latency over all its rounds, microseconds.
+    pub p99_us: f64,
+    /// Exports the processor attempted that failed (or timed out).
+    pub exports_failed: u64,
+    /// Exports that succeeded (only the healthy collector answers).
+    pub exports_ok: u64,
+    /// Mean and median latency of each of its rounds, indexed by cycle (`None`: no round in that
+    /// cycle, or none of its requests answered).
+    pub rounds: Vec<Option<RoundStats>>,
+}
+
+/// Latency of one round of one arm.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct RoundStats {
     /// Mean latency, microseconds.
     pub mean_us: f64,
     /// Median latency, microseconds.
     pub p50_us: f64,
-    /// 99th percentile latency, microseconds.
-    pub p99_us: f64,
-    /// Exports the batch processor attempted that failed (or timed out).
-    pub exports_failed: u64,
-    /// Exports that succeeded (none expected with a dead collector).
-    pub exports_ok: u64,
+}
+
+/// Which latency of a round a ratio compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Statistic {
+    /// The round's mean latency.
+    Mean,
+    /// The round's median latency.
+    Median,
 }
 
 /// What [`run_otlp_faults`] measured.
@@ -105,6 +150,8 @@ pub struct OtlpReport {
     pub arms: Vec<(Mode, ArmStats)>,
     /// Connections the black-hole listener accepted (the exporter did try it).
     pub black_hole_connections: u64,
+    /// Exports the healthy collector answered.
+    pub healthy_exports_received: u64,
     /// The allowed slow-down, in percent.
     pub max_slowdown_percent: u64,
 }
@@ -115,16 +162,32 @@ impl OtlpReport {
         self.arms.iter().find(|(m, _)| *m == mode).map(|(_, s)| s)
     }
 
-    /// Mean latency of `mode` over the baseline's (1.0: the same).
-    pub fn mean_ratio(&self, mode: Mode) -> Option<f64> {
-        let base = self.arm(Mode::Baseline)?.mean_us;
-        Some(self.arm(mode)?.mean_us / base.max(f64::EPSILON))
-    }
-
-    /// Median latency of `mode` over the baseline's.
-    pub fn p50_ratio(&self, mode: Mode) -> Option<f64> {
-        let base = self.arm(Mode::Baseline)?.p50_us;
-        Some(self.arm(mode)?.p50_us / base.max(f64::EPSILON))
+    /// The slow-down of `mode` against `against` (1.0: the same): within each cycle, the ratio
+    /// of the two arms' rounds; then the median over the cycles. Pairing rounds of the same
+    /// cycle cancels drift of the machine's speed, and the median a burst of other load in one
+    /// round. `None` when no cycle has a round of both.
+    pub fn ratio(&self, mode: Mode, against: Mode, statistic: Statistic) -> Option<f64> {
+        let (a, b) = (self.arm(mode)?, self.arm(against)?);
+        let pick = |r: &RoundStats| match statistic {
+            Statistic::Mean => r.mean_us,
+            Statistic::Median => r.p50_us,
+        };
+        let mut ratios: Vec<f64> = a
+            .rounds
+            .iter()
+            .zip(&b.rounds)
+            .filter_map(|(x, y)| Some(pick(x.as_ref()?) / pick(y.as_ref()?).max(f64::EPSILON)))
+            .collect();
+        if ratios.is_empty() {
+            return None;
+        }
+        ratios.sort_unstable_by(f64::total_cmp);
+        let n = ratios.len();
+        Some(if n % 2 == 1 {
+            ratios[n / 2]
+        } else {
+            (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0
+        })
     }
 
     /// Every check that failed; empty when the run passed.
@@ -141,7 +204,7 @@ impl OtlpReport {
             if stats.mixups > 0 {
                 out.push(format!("{mode}: {} context mix-ups", stats.mixups));
             }
-            if *mode == Mode::Baseline {
+            if !Mode::FAULTS.contains(mode) {
                 continue;
             }
             if stats.exports_ok > 0 {
@@ -150,18 +213,17 @@ impl OtlpReport {
                     stats.exports_ok
                 ));
             }
-            for (what, ratio) in [
-                ("mean", self.mean_ratio(*mode)),
-                ("median", self.p50_ratio(*mode)),
-            ] {
-                if let Some(r) = ratio
-                    && r > limit
-                {
-                    out.push(format!(
-                        "{mode}: {what} latency {:.1}% above the baseline (limit {}%)",
+            for (what, statistic) in [("mean", Statistic::Mean), ("median", Statistic::Median)] {
+                match self.ratio(*mode, Mode::REFERENCE, statistic) {
+                    Some(r) if r > limit => out.push(format!(
+                        "{mode}: {what} latency {:.1}% above the healthy collector's (limit {}%)",
                         (r - 1.0) * 100.0,
                         self.max_slowdown_percent
-                    ));
+                    )),
+                    Some(_) => {}
+                    None => out.push(format!(
+                        "{mode}: no cycle with a round of it and of the healthy collector"
+                    )),
                 }
             }
         }
@@ -173,6 +235,11 @@ impl OtlpReport {
         }
         if self.black_hole_connections == 0 {
             out.push("black hole: the exporter never connected".to_owned());
+        }
+        if self.arm(Mode::Healthy).is_some_and(|s| s.exports_ok == 0)
+            || self.healthy_exports_received == 0
+        {
+            out.push("healthy collector: no export reached it".to_owned());
         }
         out
     }
@@ -209,41 +276,93 @@ struct Arm {
     exports_ok: Arc<AtomicU64>,
     exports_failed: Arc<AtomicU64>,
     latencies_us: Vec<u32>,
+    rounds: Vec<Option<RoundStats>>,
     failed: u64,
     mixups: u64,
 }
 
-/// A listener on 127.0.0.1 that accepts connections, keeps them open and never answers.
-struct BlackHole {
-    addr: SocketAddr,
+/// The two collectors on loopback, on a thread and runtime of their own (as another process
+/// would be, so that an export waiting on them never waits for the chain's runtime):
+/// * healthy: answers every `POST /v1/traces` `200 OK` with an empty body (a valid, empty
+///   `ExportTraceServiceResponse`);
+/// * black hole: accepts connections, keeps them open and never answers.
+struct Collectors {
+    healthy: SocketAddr,
+    black_hole: SocketAddr,
+    received: Arc<AtomicU64>,
     accepted: Arc<AtomicU64>,
-    task: JoinHandle<()>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl BlackHole {
-    async fn start() -> Result<BlackHole, SoakError> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
+impl Collectors {
+    fn start() -> Result<Collectors, SoakError> {
+        let bind = || -> Result<(std::net::TcpListener, SocketAddr), SoakError> {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+            listener.set_nonblocking(true)?;
+            let addr = listener.local_addr()?;
+            Ok((listener, addr))
+        };
+        let (healthy_listener, healthy) = bind()?;
+        let (black_hole_listener, black_hole) = bind()?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let received = Arc::new(AtomicU64::new(0));
         let accepted = Arc::new(AtomicU64::new(0));
-        let count = Arc::clone(&accepted);
-        let task = tokio::spawn(async move {
-            let mut held = Vec::new();
-            while let Ok((stream, _)) = listener.accept().await {
-                count.fetch_add(1, Ordering::Relaxed);
-                held.push(stream);
-            }
-        });
-        Ok(BlackHole {
-            addr,
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (received2, accepted2) = (Arc::clone(&received), Arc::clone(&accepted));
+        let thread = std::thread::Builder::new()
+            .name("lens-soak-collectors".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let (Ok(healthy_listener), Ok(black_hole_listener)) = (
+                        tokio::net::TcpListener::from_std(healthy_listener),
+                        tokio::net::TcpListener::from_std(black_hole_listener),
+                    ) else {
+                        return;
+                    };
+                    let router = Router::new().route(
+                        "/v1/traces",
+                        post(move |_body: Bytes| async move {
+                            received2.fetch_add(1, Ordering::Relaxed);
+                            ([(CONTENT_TYPE, "application/x-protobuf")], Bytes::new())
+                        }),
+                    );
+                    let healthy = axum::serve(healthy_listener, router);
+                    let black_hole = async move {
+                        let mut held = Vec::new();
+                        while let Ok((stream, _)) = black_hole_listener.accept().await {
+                            accepted2.fetch_add(1, Ordering::Relaxed);
+                            held.push(stream);
+                        }
+                    };
+                    tokio::select! {
+                        _ = healthy => {}
+                        () = black_hole => {}
+                        _ = stopped => {}
+                    }
+                });
+            })?;
+        Ok(Collectors {
+            healthy,
+            black_hole,
+            received,
             accepted,
-            task,
+            stop: Some(stop),
+            thread: Some(thread),
         })
     }
 }
 
-impl Drop for BlackHole {
+impl Drop for Collectors {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -279,14 +398,18 @@ fn otlp_exporter(
         .map_err(|e| SoakError::Exporter(e.to_string()))
 }
 
-async fn arm(mode: Mode, target: Option<SocketAddr>, timeout: Duration) -> Result<Arm, SoakError> {
+async fn arm(
+    mode: Mode,
+    target: Option<SocketAddr>,
+    options: &OtlpOptions,
+) -> Result<Arm, SoakError> {
     let exports_ok = Arc::new(AtomicU64::new(0));
     let exports_failed = Arc::new(AtomicU64::new(0));
     let provider = match target {
         None => SdkTracerProvider::builder().build(),
         Some(addr) => {
             let exporter = Counted {
-                inner: otlp_exporter(addr, timeout)?,
+                inner: otlp_exporter(addr, options.export_timeout)?,
                 ok: Arc::clone(&exports_ok),
                 failed: Arc::clone(&exports_failed),
             };
@@ -312,6 +435,7 @@ async fn arm(mode: Mode, target: Option<SocketAddr>, timeout: Duration) -> Resul
         exports_ok,
         exports_failed,
         latencies_us: Vec::new(),
+        rounds: Vec::new(),
         failed: 0,
         mixups: 0,
     })
@@ -371,29 +495,48 @@ fn percentile(sorted: &[u32], p: f64) -> f64 {
     f64::from(sorted[rank.min(sorted.len() - 1)])
 }
 
+fn mean(values: &[u32]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.iter().map(|&v| f64::from(v)).sum::<f64>() / values.len() as f64
+}
+
+/// The arm at `position` of cycle `cycle` in a Williams design for `n` arms (`n` even): row
+/// `cycle % n` of the balanced Latin square whose first row is 0, 1, n-1, 2, n-2, …
+fn balanced_order(n: usize, cycle: usize, position: usize) -> usize {
+    let first = if position == 0 {
+        0
+    } else if position % 2 == 1 {
+        position.div_ceil(2)
+    } else {
+        n - position / 2
+    };
+    (first + cycle) % n
+}
+
 /// Runs the comparison. Call from within a multi-threaded Tokio runtime.
 pub async fn run_otlp_faults(options: &OtlpOptions) -> Result<OtlpReport, SoakError> {
-    if options.concurrency == 0 || options.round.is_zero() || options.duration < options.round * 3 {
-        return Err(SoakError::Options(
-            "concurrency above zero, and a duration of at least three rounds".into(),
-        ));
+    let arm_count = Mode::ALL.len() as u32;
+    if options.concurrency == 0
+        || options.round.is_zero()
+        || options.duration < options.round * arm_count
+    {
+        return Err(SoakError::Options(format!(
+            "concurrency above zero, and a duration of at least {arm_count} rounds"
+        )));
     }
-    let black_hole = BlackHole::start().await?;
-    let mut arms = vec![
-        arm(Mode::Baseline, None, options.export_timeout).await?,
-        arm(
-            Mode::CollectorDown,
-            Some(closed_port()?),
-            options.export_timeout,
-        )
-        .await?,
-        arm(
-            Mode::BlackHole,
-            Some(black_hole.addr),
-            options.export_timeout,
-        )
-        .await?,
-    ];
+    let collectors = Collectors::start()?;
+    let mut arms = Vec::with_capacity(Mode::ALL.len());
+    for mode in Mode::ALL {
+        let target = match mode {
+            Mode::NoExporter => None,
+            Mode::Healthy => Some(collectors.healthy),
+            Mode::CollectorDown => Some(closed_port()?),
+            Mode::BlackHole => Some(collectors.black_hole),
+        };
+        arms.push(arm(mode, target, options).await?);
+    }
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
@@ -413,14 +556,15 @@ pub async fn run_otlp_faults(options: &OtlpOptions) -> Result<OtlpReport, SoakEr
         )
         .await;
     }
-    // Rounds rotate through the arms, starting one later each cycle, so that no arm always
-    // follows the same one.
+    // Each cycle runs every arm once, in the order of a balanced Latin square: over every
+    // `arms.len()` cycles each arm follows every other arm once, so what an arm leaves behind
+    // (exports still queued, a collector's work) falls on each of the others alike.
     let rounds = (options.duration.as_nanos() / options.round.as_nanos().max(1)) as usize;
     for r in 0..rounds {
         let cycle = r / arms.len();
-        let i = (r + cycle) % arms.len();
+        let i = balanced_order(arms.len(), cycle, r % arms.len());
         let a = &mut arms[i];
-        let (latencies, failed, mixups) = round(
+        let (mut latencies, failed, mixups) = round(
             &client,
             &a.chain.url(),
             nonce,
@@ -432,32 +576,34 @@ pub async fn run_otlp_faults(options: &OtlpOptions) -> Result<OtlpReport, SoakEr
         a.latencies_us.extend_from_slice(&latencies);
         a.failed += failed;
         a.mixups += mixups;
+        latencies.sort_unstable();
+        a.rounds.resize(cycle + 1, None);
+        a.rounds[cycle] = (!latencies.is_empty()).then(|| RoundStats {
+            mean_us: mean(&latencies),
+            p50_us: percentile(&latencies, 0.5),
+        });
     }
 
     let mut report = OtlpReport {
         arms: Vec::new(),
-        black_hole_connections: black_hole.accepted.load(Ordering::Relaxed),
+        black_hole_connections: collectors.accepted.load(Ordering::Relaxed),
+        healthy_exports_received: collectors.received.load(Ordering::Relaxed),
         max_slowdown_percent: options.max_slowdown_percent,
     };
     for mut a in arms {
         a.latencies_us.sort_unstable();
-        let n = a.latencies_us.len();
-        let mean = if n == 0 {
-            0.0
-        } else {
-            a.latencies_us.iter().map(|&v| f64::from(v)).sum::<f64>() / n as f64
-        };
         report.arms.push((
             a.mode,
             ArmStats {
-                requests: n as u64,
+                requests: a.latencies_us.len() as u64,
                 failed: a.failed,
                 mixups: a.mixups,
-                mean_us: mean,
+                mean_us: mean(&a.latencies_us),
                 p50_us: percentile(&a.latencies_us, 0.5),
                 p99_us: percentile(&a.latencies_us, 0.99),
                 exports_failed: a.exports_failed.load(Ordering::Relaxed),
                 exports_ok: a.exports_ok.load(Ordering::Relaxed),
+                rounds: a.rounds,
             },
         ));
         drop(a.chain);
@@ -468,5 +614,155 @@ pub async fn run_otlp_faults(options: &OtlpOptions) -> Result<OtlpReport, SoakEr
             let _ = provider.shutdown_with_timeout(Duration::from_millis(100));
         });
     }
+    // The collectors stop here; a black-holed export still waiting sees its connection close.
+    drop(collectors);
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report whose arms ran `cycles` cycles; `latency(mode, cycle)` is each round's mean and
+    /// median. Every other check passes.
+    fn report(cycles: usize, latency: impl Fn(Mode, usize) -> f64) -> OtlpReport {
+        let arms = Mode::ALL
+            .iter()
+            .map(|&mode| {
+                let stats = ArmStats {
+                    requests: 100,
+                    exports_failed: u64::from(Mode::FAULTS.contains(&mode)),
+                    exports_ok: u64::from(mode == Mode::Healthy),
+                    rounds: (0..cycles)
+                        .map(|c| {
+                            Some(RoundStats {
+                                mean_us: latency(mode, c),
+                                p50_us: latency(mode, c),
+                            })
+                        })
+                        .collect(),
+                    ..ArmStats::default()
+                };
+                (mode, stats)
+            })
+            .collect();
+        OtlpReport {
+            arms,
+            black_hole_connections: 1,
+            healthy_exports_received: 1,
+            max_slowdown_percent: 5,
+        }
+    }
+
+    #[test]
+    fn each_arm_follows_every_other_arm_once_in_four_cycles() {
+        let n = Mode::ALL.len();
+        let mut follows = vec![vec![0; n]; n];
+        for cycle in 0..n {
+            let row: Vec<usize> = (0..n).map(|p| balanced_order(n, cycle, p)).collect();
+            let mut sorted = row.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..n).collect::<Vec<_>>(), "cycle {cycle}: {row:?}");
+            for pair in row.windows(2) {
+                follows[pair[0]][pair[1]] += 1;
+            }
+        }
+        for (a, row) in follows.iter().enumerate() {
+            for (b, &count) in row.iter().enumerate() {
+                assert_eq!(count, usize::from(a != b), "{a} then {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_fault_arm_as_fast_as_the_reference_passes() {
+        let r = report(9, |_, _| 1000.0);
+        assert_eq!(r.failures(), Vec::<String>::new());
+        assert_eq!(
+            r.ratio(Mode::BlackHole, Mode::REFERENCE, Statistic::Mean),
+            Some(1.0)
+        );
+    }
+
+    #[test]
+    fn a_fault_arm_slower_in_every_cycle_fails() {
+        let r = report(9, |mode, _| {
+            if mode == Mode::CollectorDown {
+                1080.0
+            } else {
+                1000.0
+            }
+        });
+        let failures = r.failures();
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        assert!(failures[0].starts_with("collector down: mean latency 8.0% above"));
+        assert!(failures[1].starts_with("collector down: median latency 8.0% above"));
+    }
+
+    #[test]
+    fn one_slow_round_is_not_a_slow_down() {
+        // Other load on the machine during one round of the black hole: the median over the
+        // cycles does not move; a mean pooled over all rounds would (1.22x here).
+        let r = report(9, |mode, cycle| {
+            if mode == Mode::BlackHole && cycle == 4 {
+                3000.0
+            } else {
+                1000.0
+            }
+        });
+        assert_eq!(r.failures(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn the_machine_slowing_down_is_cancelled_by_pairing() {
+        // Every arm 3% slower each cycle; the black hole 4% slower than the reference in each.
+        let r = report(10, |mode, cycle| {
+            let machine = 1000.0 * 1.03f64.powi(cycle as i32);
+            if mode == Mode::BlackHole {
+                machine * 1.04
+            } else {
+                machine
+            }
+        });
+        let ratio = r.ratio(Mode::BlackHole, Mode::REFERENCE, Statistic::Median);
+        assert!(ratio.is_some_and(|x| (x - 1.04).abs() < 1e-9), "{ratio:?}");
+        assert_eq!(r.failures(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn cycles_without_a_round_of_both_are_left_out() {
+        let mut r = report(3, |mode, cycle| {
+            if mode == Mode::CollectorDown && cycle == 2 {
+                5000.0
+            } else {
+                1000.0
+            }
+        });
+        // The reference's last round answered nothing: cycle 2 cannot be compared.
+        r.arms[1].1.rounds[2] = None;
+        assert_eq!(
+            r.ratio(Mode::CollectorDown, Mode::REFERENCE, Statistic::Mean),
+            Some(1.0)
+        );
+        r.arms[1].1.rounds.clear();
+        assert_eq!(
+            r.ratio(Mode::CollectorDown, Mode::REFERENCE, Statistic::Mean),
+            None
+        );
+        assert!(
+            r.failures()
+                .iter()
+                .any(|f| f.starts_with("collector down: no cycle with a round"))
+        );
+    }
+
+    #[test]
+    fn a_healthy_collector_that_received_nothing_fails() {
+        let mut r = report(3, |_, _| 1000.0);
+        r.healthy_exports_received = 0;
+        assert_eq!(
+            r.failures(),
+            vec!["healthy collector: no export reached it".to_owned()]
+        );
+    }
 }
