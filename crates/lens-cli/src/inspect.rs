@@ -40,6 +40,10 @@ tracestate and baggage.
 NCCL context bytes (NeMo Lens `serialize_context()`, lens-nccl) are read too: JSON text \
 (`{\"traceparent\": ...}`), or base64 of that JSON or of a lens-nccl context frame. The frame's \
 header and checksum are checked, then the JSON carrier, then each header in it.",
+    mut_arg("json", |a| a.help(
+        "Print one JSON object per value (kind, valid, fields, rejections with their rule, what \
+would be sent), one per line"
+    )),
     after_help = "Exit status: 0 valid, 1 invalid (something was rejected or dropped), 2 usage error."
 )]
 pub(crate) struct Args {
@@ -55,20 +59,8 @@ pub(crate) struct Args {
     #[arg(long)]
     plus_as_space: bool,
 
-    /// Print one JSON object per value (kind, valid, fields, rejections with their rule, what
-    /// would be sent), one per line
-    #[arg(
-        long,
-        value_name = "BOOL",
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = "true",
-        default_value = "false",
-        hide_default_value = true,
-        hide_possible_values = true,
-        value_parser = clap::builder::BoolishValueParser::new(),
-    )]
-    json: bool,
+    #[command(flatten)]
+    json: crate::JsonFlag,
 }
 
 /// The kinds `--as` names.
@@ -231,7 +223,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
     };
     let mut out = String::new();
     for (i, inspection) in inspections.iter().enumerate() {
-        if args.json {
+        if args.json.json {
             match serde_json::to_string(inspection) {
                 Ok(line) => out.push_str(&line),
                 Err(e) => {

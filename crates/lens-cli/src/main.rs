@@ -21,6 +21,25 @@ mod demo;
 mod inspect;
 mod w3c_service;
 
+/// `--json`, `--json=true` or `--json=false` (and clap's other boolish words): a switch that
+/// scripts can also pass a value to. Each command sets its own help with `mut_arg("json", ...)`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct JsonFlag {
+    /// Print JSON
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        default_value = "false",
+        hide_default_value = true,
+        hide_possible_values = true,
+        value_parser = clap::builder::BoolishValueParser::new(),
+    )]
+    pub(crate) json: bool,
+}
+
 /// Command-line tools for W3C Trace Context and W3C Baggage.
 #[derive(Debug, Parser)]
 #[command(

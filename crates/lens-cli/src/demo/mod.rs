@@ -37,6 +37,7 @@ through reqwest), a tonic trainer (called over gRPC) that dispatches a Ray-style
 runs a training step over 4 pipeline ranks (threads: the step's context broadcast to every rank, \
 activations handed stage to stage with NCCL context frames, each stage's span linked to the \
 previous one). Sends a request through them and prints every span of its trace as a waterfall.",
+    mut_arg("json", |a| a.help("Print the spans as JSON (an array) instead of the waterfall")),
     after_help = "Environment: OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT \
 names a collector when --otlp is not given; OTEL_EXPORTER_OTLP_PROTOCOL (grpc or http/protobuf, \
 the default), OTEL_EXPORTER_OTLP_HEADERS and OTEL_EXPORTER_OTLP_TIMEOUT (milliseconds) work as \
@@ -45,19 +46,8 @@ in any OpenTelemetry SDK (and their OTEL_EXPORTER_OTLP_TRACES_* forms).
 Exit status: 0 every trace complete, 1 a request failed or a trace is incomplete, 2 usage error."
 )]
 pub(crate) struct Args {
-    /// Print the spans as JSON (an array) instead of the waterfall
-    #[arg(
-        long,
-        value_name = "BOOL",
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = "true",
-        default_value = "false",
-        hide_default_value = true,
-        hide_possible_values = true,
-        value_parser = clap::builder::BoolishValueParser::new(),
-    )]
-    json: bool,
+    #[command(flatten)]
+    json: crate::JsonFlag,
 
     /// Also write the waterfall as a self-contained HTML page to FILE
     #[arg(long, value_name = "FILE")]
@@ -170,7 +160,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
         },
     };
     let options = Options {
-        json: args.json,
+        json: args.json.json,
         html,
         requests: args.requests as usize,
         concurrency: args.concurrency as usize,
