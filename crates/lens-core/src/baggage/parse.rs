@@ -356,3 +356,77 @@ pub(crate) fn parse_to_otel(
     )?;
     Some((sink.otel, header))
 }
+
+#[cfg(test)]
+mod tests {
+    //! [`parse_to_otel`] is extract's fast path: where it gives up, extract parses lens's list
+    //! instead and builds the same Context, so only these tests see which path ran.
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::parse_to_otel;
+    use crate::Limits;
+
+    fn entries(lines: &[&str], limits: &Limits) -> Option<(Vec<(String, String, String)>, String)> {
+        let (otel, header) = parse_to_otel(lines, limits, false)?;
+        let mut entries: Vec<_> = otel
+            .iter()
+            .map(|(k, (v, m))| {
+                (
+                    k.as_str().to_owned(),
+                    v.as_str().to_owned(),
+                    m.as_str().to_owned(),
+                )
+            })
+            .collect();
+        entries.sort();
+        Some((entries, header))
+    }
+
+    fn entry(k: &str, v: &str, m: &str) -> (String, String, String) {
+        (k.to_owned(), v.to_owned(), m.to_owned())
+    }
+
+    #[test]
+    fn every_member_opentelemetry_can_hold_goes_straight_into_its_baggage() {
+        let got = entries(
+            &["user=alice%20smith , tier=gold;p1; p2=x", "job=pre"],
+            &Limits::DEFAULT,
+        );
+        assert_eq!(
+            got,
+            Some((
+                vec![
+                    entry("job", "pre", ""),
+                    entry("tier", "gold", "p1;p2=x"),
+                    entry("user", "alice smith", ""),
+                ],
+                "user=alice%20smith,tier=gold;p1;p2=x,job=pre".to_owned()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_member_past_the_member_limit_is_dropped_on_the_fast_path_too() {
+        let limits = Limits::DEFAULT.with_baggage_members(2);
+        assert_eq!(
+            entries(&["a=1,b=2,c=3"], &limits),
+            Some((
+                vec![entry("a", "1", ""), entry("b", "2", "")],
+                "a=1,b=2".to_owned()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_repeated_key_or_a_65th_member_leaves_it_to_lens_list() {
+        assert_eq!(entries(&["a=1,b=2,a=3"], &Limits::DEFAULT), None);
+        // At the limit, a repeated key is still a repeat (its new value would win).
+        let limits = Limits::DEFAULT.with_baggage_members(2);
+        assert_eq!(entries(&["a=1,b=2,a=3"], &limits), None);
+        let many: Vec<String> = (0..65).map(|i| format!("k{i}=v")).collect();
+        assert_eq!(entries(&[many.join(",").as_str()], &Limits::DEFAULT), None);
+        let most: Vec<String> = (0..64).map(|i| format!("k{i}=v")).collect();
+        let (kept, _) = entries(&[most.join(",").as_str()], &Limits::DEFAULT).unwrap();
+        assert_eq!(kept.len(), 64);
+    }
+}
