@@ -11,6 +11,9 @@ usage: cargo xtask mutants [-- CARGO-MUTANTS-ARGS...]
 Runs `cargo mutants -p lens-core` restricted to the codec modules:
   crates/lens-core/src/traceparent.rs, tracestate.rs, lexical.rs, baggage/*.rs,
   carrier/json.rs
+Builds at opt-level 1 (the property tests then take about a second, so a mutant costs
+5-10 s) and, unless the arguments name tests after their own `--`, runs lens-core's unit and
+integration tests (`--lib --tests`; doctests would be compiled again for every mutant).
 Arguments after `--` go to cargo-mutants (e.g. `-- --jobs 2` or `-- --list`).
 Needs cargo-mutants: `cargo install cargo-mutants`. Results land in mutants.out/.";
 
@@ -50,6 +53,13 @@ pub(crate) fn mutants(args: &[String]) -> Result {
     for file in CODEC_FILES {
         command.args(["--file", file]);
     }
+    command.args([
+        "--cargo-arg=--config=profile.dev.opt-level=1",
+        "--cargo-arg=--config=profile.dev.debug=0",
+    ]);
     command.args(forwarded);
+    if !forwarded.iter().any(|a| a == "--") {
+        command.args(["--", "--lib", "--tests"]);
+    }
     run("mutants", command)
 }
