@@ -41,6 +41,13 @@ fn text(max: usize) -> impl Strategy<Value = String> {
     .prop_map(|chars| chars.into_iter().collect())
 }
 
+/// Keys opentelemetry's `TraceState` takes (so that the state is not refused whole), short
+/// enough to repeat: up to 8 members go through inject's inline path, more through its list.
+fn otel_key() -> impl Strategy<Value = String> {
+    proptest::string::string_regex("[a-c0-1][a-c0-1_*/-]{0,2}(@[a-c][a-c0-1]{0,2})?")
+        .expect("a valid regex")
+}
+
 fn lines() -> impl Strategy<Value = Vec<String>> {
     proptest::collection::vec(text(40), 1..4)
 }
@@ -166,7 +173,7 @@ proptest! {
 
     #[test]
     fn inject_from_opentelemetry_tracestate_matches_the_reference(
-        raw in proptest::collection::vec((text(6), text(10)), 0..40),
+        raw in proptest::collection::vec((otel_key(), text(10)), 0..12),
     ) {
         // opentelemetry's own checks are looser than docs/propagation-rules.md#tracestate for values (empty, control
         // characters, a trailing space) and it keeps repeated keys.

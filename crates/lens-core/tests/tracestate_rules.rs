@@ -68,6 +68,21 @@ fn key_starting_with_a_symbol_is_invalid() {
 }
 
 #[test]
+fn a_bad_character_after_the_first_is_an_invalid_key() {
+    for member in ["aB=1", "a.b=1", "a b=1", "a~=1"] {
+        assert!(
+            matches!(parse(&[member]), Err(TraceStateError::InvalidKey { .. })),
+            "{member:?}: {:?}",
+            parse(&[member])
+        );
+    }
+    assert!(matches!(
+        parse(&["a_b=1,c=x\u{e9}"]),
+        Err(TraceStateError::InvalidValue { .. })
+    ));
+}
+
+#[test]
 fn key_of_256_characters_is_valid_and_257_is_not() {
     let k = format!("a{}", "b".repeat(255));
     assert!(parse(&[&format!("{k}=v")]).is_ok());
@@ -257,4 +272,18 @@ fn otel_state_matches_only_while_unchanged() {
     let otel = list.to_otel();
     assert!(list.matches_otel(&otel));
     assert!(!list.matches_otel(&otel.insert("c", "3").unwrap()));
+}
+
+#[test]
+fn members_know_how_many_are_left() {
+    for header in ["", "a=1", "a=1,b=2", "a=1,b=2,c@v=3"] {
+        let list = parse(&[header]).unwrap();
+        let mut it = list.members();
+        for left in (0..=list.len()).rev() {
+            assert_eq!(it.len(), left, "{header:?}");
+            assert_eq!(it.size_hint(), (left, Some(left)), "{header:?}");
+            assert_eq!(it.next().is_some(), left > 0, "{header:?}");
+        }
+        assert_eq!(it.next(), None);
+    }
 }
