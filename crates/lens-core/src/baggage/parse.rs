@@ -366,7 +366,10 @@ mod tests {
     use super::parse_to_otel;
     use crate::Limits;
 
-    fn entries(lines: &[&str], limits: &Limits) -> Option<(Vec<(String, String, String)>, String)> {
+    /// Key, value and metadata of one opentelemetry entry.
+    type Entry = (String, String, String);
+
+    fn entries(lines: &[&str], limits: &Limits) -> Option<(Vec<Entry>, String)> {
         let (otel, header) = parse_to_otel(lines, limits, false)?;
         let mut entries: Vec<_> = otel
             .iter()
@@ -382,7 +385,7 @@ mod tests {
         Some((entries, header))
     }
 
-    fn entry(k: &str, v: &str, m: &str) -> (String, String, String) {
+    fn entry(k: &str, v: &str, m: &str) -> Entry {
         (k.to_owned(), v.to_owned(), m.to_owned())
     }
 
