@@ -287,3 +287,35 @@ fn members_know_how_many_are_left() {
         assert_eq!(it.next(), None);
     }
 }
+
+/// docs/propagation-rules.md#tracestate-from-opentelemetry
+#[test]
+fn sending_opentelemetry_tracestate_drops_refused_members_then_keeps_the_first_of_each_key() {
+    use opentelemetry::Context;
+    use opentelemetry::trace::{
+        SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
+    };
+
+    let state = TraceState::from_key_value([
+        ("a", " "),
+        ("a", "x"),
+        ("b", ""),
+        ("c", "1"),
+        ("a", "y"),
+        ("c", "2"),
+    ])
+    .expect("opentelemetry takes these");
+    let cx = Context::new().with_remote_span_context(SpanContext::new(
+        TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
+        SpanId::from_hex("00f067aa0ba902b7").unwrap(),
+        TraceFlags::SAMPLED,
+        true,
+        state,
+    ));
+    let mut carrier = std::collections::HashMap::new();
+    lens_core::inject_context_from(&cx, &mut carrier);
+    assert_eq!(
+        carrier.get("tracestate").map(String::as_str),
+        Some("a=x,c=1")
+    );
+}
