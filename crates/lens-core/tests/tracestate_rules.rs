@@ -50,7 +50,17 @@ fn keys_opentelemetry_rejects_are_still_kept() {
     let list = parse(&["foo@@bar=1,ok=2"]).unwrap();
     assert!(!list.fits_otel());
     assert_eq!(list.to_otel().header(), "ok=2");
+    // lens's list still speaks for opentelemetry's copy only while nobody changed that copy.
+    assert!(list.matches_otel(&list.to_otel()));
+    for changed in [[("ok", "3")], [("ko", "2")]] {
+        let state = opentelemetry::trace::TraceState::from_key_value(changed).unwrap();
+        assert!(!list.matches_otel(&state), "{changed:?}");
+    }
+    assert!(!list.matches_otel(&opentelemetry::trace::TraceState::NONE));
     assert_eq!(list.header(), "foo@@bar=1,ok=2");
+    let plain = parse(&["ok=2,a@b=3"]).unwrap();
+    assert!(plain.fits_otel());
+    assert!(plain.matches_otel(&plain.to_otel()));
 }
 
 #[test]
@@ -318,4 +328,38 @@ fn sending_opentelemetry_tracestate_drops_refused_members_then_keeps_the_first_o
         carrier.get("tracestate").map(String::as_str),
         Some("a=x,c=1")
     );
+}
+
+/// docs/propagation-rules.md#tracestate-from-opentelemetry
+#[test]
+fn sending_opentelemetry_tracestate_looks_at_its_first_32_members() {
+    use opentelemetry::Context;
+    use opentelemetry::trace::{
+        SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
+    };
+
+    let send = |n: usize| {
+        let members: Vec<(String, String)> =
+            (0..n).map(|i| (format!("k{i}"), format!("v{i}"))).collect();
+        let state =
+            TraceState::from_key_value(members.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .expect("opentelemetry takes these");
+        let cx = Context::new().with_remote_span_context(SpanContext::new(
+            TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
+            SpanId::from_hex("00f067aa0ba902b7").unwrap(),
+            TraceFlags::SAMPLED,
+            true,
+            state,
+        ));
+        let mut carrier = std::collections::HashMap::new();
+        lens_core::inject_context_from(&cx, &mut carrier);
+        let header = carrier.remove("tracestate").unwrap_or_default();
+        header.split(',').map(str::to_owned).collect::<Vec<_>>()
+    };
+    for n in [9, 31, 32, 33, 40] {
+        let sent = send(n);
+        assert_eq!(sent.len(), n.min(32), "{n} members");
+        assert_eq!(sent.first().map(String::as_str), Some("k0=v0"));
+        assert_eq!(sent.last(), Some(&format!("k{0}=v{0}", n.min(32) - 1)));
+    }
 }
