@@ -61,6 +61,12 @@ fn keys_opentelemetry_rejects_are_still_kept() {
     let plain = parse(&["ok=2,a@b=3"]).unwrap();
     assert!(plain.fits_otel());
     assert!(plain.matches_otel(&plain.to_otel()));
+    let prefix = parse(&["a=1,b=22"]).unwrap();
+    let state = opentelemetry::trace::TraceState::from_key_value([("a", "1"), ("b", "2")]).unwrap();
+    assert!(
+        !prefix.matches_otel(&state),
+        "a prefix of the header is not the same state"
+    );
 }
 
 #[test]
