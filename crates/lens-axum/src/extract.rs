@@ -11,8 +11,15 @@ use lens_core::LensContextExt;
 /// The request's OpenTelemetry [`Context`] (its SERVER span, baggage from a trusted caller), as an
 /// axum extractor.
 ///
-/// Under [`ServerLayer`](crate::ServerLayer) this is the Context the layer built; without it (or for
-/// a request the filter skipped) it is [`Context::current()`].
+/// It is the Context current when the handler's extractors run. Under
+/// [`ServerLayer`](crate::ServerLayer) that is the Context the layer built: the layer makes it
+/// current around the inner service's `call` and every poll of its future, so a handler (and any
+/// layer between `ServerLayer` and the handler) sees it, across `.await`s too. Without the layer,
+/// or for a request its filter skipped, it is whatever Context is current there.
+///
+/// The layer stores nothing in the request's extensions (that would cost every request an
+/// allocation). A `RequestContext` that a layer of yours inserted into the request's extensions
+/// takes precedence, for a handler that runs where the layer's Context is not current.
 ///
 /// ```
 /// use axum::{Router, routing::get};

@@ -30,7 +30,6 @@ use pin_project_lite::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::extract::RequestContext;
 use crate::memo::Memos;
 
 /// What the filter, the span-name callback and the request-attribute hook see of a request.
@@ -181,7 +180,7 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut req: Request<ReqBody>) -> Self::Future {
+    fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
         let config = &*self.config;
         let options = &config.options;
         let route = req
@@ -225,8 +224,9 @@ where
         };
         let span = options.start_inbound(builder, inbound);
 
-        req.extensions_mut()
-            .insert(RequestContext(span.context().clone()));
+        // No request extension for handlers: `RequestContext` reads the current Context, which
+        // is the span's around `call` and every poll of the inner future (an extension would cost
+        // a box and, under axum's router, the growth of the extension map on every request).
         let inner = {
             let _guard = span.attach();
             self.inner.call(req)

@@ -23,6 +23,7 @@
 //!   [`check_context`] / [`check_extract`] against the vectors' descriptions.
 //! - [`active_context`]: the Context a case's `input.active` describes (with real SDK spans).
 //! - [`fixtures`]: the span contexts and baggage the tests and benches use again and again.
+//! - [`order`]: the balanced order in which A/B comparisons run their arms.
 //! - [`suite`]: the behaviour suite every adapter crate runs (one list of scenarios and checks).
 //!
 //! lens-core's own integration tests use it too (a dev-dependency cycle: Cargo links one copy of
@@ -35,6 +36,7 @@
 pub mod active;
 pub mod describe;
 pub mod fixtures;
+pub mod order;
 pub mod recorder;
 pub mod suite;
 pub mod vectors;
