@@ -11,10 +11,11 @@
 //!   the same bare axum server.
 //!
 //! Criterion measures each variant in its own block; after each group the bench also runs the
-//! variants alternately for `ROUNDS` rounds (each variant once per round; the order rotates from
-//! round to round so that no variant always follows the same one) and prints the median of the
-//! per-round throughput ratios against the group's baseline, and against the span floor, so that
-//! machine noise hits every side alike.
+//! variants alternately for `ROUNDS` rounds (each variant once per round, in the balanced order
+//! of `lens_testkit::order`, so that each variant follows every other equally often; every
+//! traced variant flushes its own span processor at the end of its run, inside its own time) and
+//! prints the median of the per-round throughput ratios against the group's baseline, and
+//! against the span floor, so that machine noise hits every side alike.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 #[path = "support/loopback.rs"]
@@ -23,13 +24,16 @@ mod loopback;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use lens_testkit::order::balanced_order;
 use loopback::Variant;
 
 /// Requests per round (and per criterion iteration): about 50-100 ms per variant on 2 cores,
 /// long enough that every round includes the batch processor's exports (every 512 spans).
 const REQUESTS: usize = 2048;
-/// Rounds of the alternated comparison.
-const ROUNDS: usize = 31;
+/// Rounds of the alternated comparison: a whole number of balanced blocks for both groups (five
+/// server variants balance in 10 rounds, three client variants in 6), and enough that the
+/// median of the per-round ratios moves by about a point from run to run.
+const ROUNDS: usize = 90;
 /// Unmeasured requests per variant before anything is measured (connections, caches).
 const WARM_UP: usize = 4096;
 
@@ -56,7 +60,7 @@ fn alternated(c: &mut Criterion, group: &str, variants: &[Variant]) {
     for round in 0..ROUNDS {
         let mut times = vec![0.0f64; n];
         for k in 0..n {
-            let i = (round + k) % n;
+            let i = balanced_order(n, round, k);
             times[i] = (variants[i].run)(REQUESTS).as_secs_f64();
         }
         for (i, t) in times.iter().enumerate() {
@@ -75,7 +79,7 @@ fn alternated(c: &mut Criterion, group: &str, variants: &[Variant]) {
             "{group}/{}: throughput {:.1}% of {} (median of {ROUNDS} alternated rounds, \
              {REQUESTS} requests each; quartiles {:.1}%..{:.1}%)",
             v.name,
-            100.0 * r[ROUNDS / 2],
+            100.0 * median(&r),
             variants[0].name,
             100.0 * r[ROUNDS / 4],
             100.0 * r[3 * ROUNDS / 4],
@@ -97,12 +101,22 @@ fn alternated(c: &mut Criterion, group: &str, variants: &[Variant]) {
                 "{group}/{}: throughput {:.1}% of {} (median of {ROUNDS} alternated rounds; \
                  quartiles {:.1}%..{:.1}%)",
                 v.name,
-                100.0 * r[ROUNDS / 2],
+                100.0 * median(&r),
                 variants[f].name,
                 100.0 * r[ROUNDS / 4],
                 100.0 * r[3 * ROUNDS / 4],
             );
         }
+    }
+}
+
+/// The median of sorted values (the mean of the middle two for an even count).
+fn median(sorted: &[f64]) -> f64 {
+    let mid = sorted.len() / 2;
+    if sorted.len().is_multiple_of(2) {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    } else {
+        sorted[mid]
     }
 }
 

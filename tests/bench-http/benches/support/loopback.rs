@@ -50,14 +50,14 @@ impl SpanExporter for Discard {
 }
 
 /// Every span sampled (parent-based, always on), batch span processor into [`Discard`]. The
-/// provider is leaked: it must outlive every variant.
-fn tracer(name: &'static str) -> SdkTracer {
+/// provider is leaked (it must outlive every variant); the variant keeps a handle to flush it.
+fn tracer(name: &'static str) -> (SdkTracer, SdkTracerProvider) {
     let provider = SdkTracerProvider::builder()
         .with_span_processor(BatchSpanProcessor::builder(Discard).build())
         .build();
     let tracer = provider.tracer(name);
-    std::mem::forget(provider);
-    tracer
+    std::mem::forget(provider.clone());
+    (tracer, provider)
 }
 
 fn hello() -> Router {
@@ -134,6 +134,7 @@ pub(crate) fn runtime() -> &'static Runtime {
     ))
 }
 
+/// A variant whose spans go to `provider` (`None`: it makes none).
 fn variant(
     rt: &'static Runtime,
     name: &'static str,
@@ -141,6 +142,7 @@ fn variant(
     addr: SocketAddr,
     parent: Context,
     traceparent: bool,
+    provider: Option<SdkTracerProvider>,
 ) -> Variant {
     let url = format!("http://{addr}/hello");
     Variant {
@@ -148,6 +150,11 @@ fn variant(
         run: Box::new(move |n| {
             let start = Instant::now();
             rt.block_on(load(&client, &url, &parent, traceparent, n));
+            // The variant's own export work, finished within its own time: none of it is left
+            // to the export thread while the next variant is measured.
+            if let Some(provider) = &provider {
+                provider.force_flush().unwrap();
+            }
             start.elapsed()
         }),
     }
@@ -170,16 +177,19 @@ fn install_tracing_subscriber(tracer: SdkTracer) {
 /// is built, so the provider is installed globally just before (no other variant uses the global
 /// one); it extracts with the global propagator, which the benches set to lens's
 /// (`lens_core::install`), as axum-tracing-opentelemetry does.
-pub(crate) fn instrumentation_tower_layer()
--> opentelemetry_instrumentation_tower::http::server::Layer {
+pub(crate) fn instrumentation_tower_layer() -> (
+    opentelemetry_instrumentation_tower::http::server::Layer,
+    SdkTracerProvider,
+) {
     let provider = SdkTracerProvider::builder()
         .with_span_processor(BatchSpanProcessor::builder(Discard).build())
         .build();
-    opentelemetry::global::set_tracer_provider(provider);
-    opentelemetry_instrumentation_tower::http::server::LayerBuilder::builder()
+    opentelemetry::global::set_tracer_provider(provider.clone());
+    let layer = opentelemetry_instrumentation_tower::http::server::LayerBuilder::builder()
         .with_metrics(false)
         .build()
-        .unwrap()
+        .unwrap();
+    (layer, provider)
 }
 
 /// Bare axum (the baseline), axum + the span floor (a reference: `support/span_floor.rs`),
@@ -198,10 +208,12 @@ pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
             addr,
             Context::new(),
             true,
+            None,
         ));
     }
     if wanted("span_floor") {
-        let layer = span_floor::SpanFloorLayer(tracer("span-floor-server"));
+        let (tracer, provider) = tracer("span-floor-server");
+        let layer = span_floor::SpanFloorLayer(tracer);
         let addr = rt.block_on(serve(hello().layer(layer)));
         out.push(variant(
             rt,
@@ -210,10 +222,12 @@ pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
             addr,
             Context::new(),
             true,
+            Some(provider),
         ));
     }
     if wanted("lens_layer") {
-        let layer = ServerLayer::new().with_tracer(tracer("lens-axum"));
+        let (tracer, provider) = tracer("lens-axum");
+        let layer = ServerLayer::new().with_tracer(tracer);
         let addr = rt.block_on(serve(hello().layer(layer)));
         out.push(variant(
             rt,
@@ -222,10 +236,12 @@ pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
             addr,
             Context::new(),
             true,
+            Some(provider),
         ));
     }
     if wanted("otel_instrumentation_tower") {
-        let addr = rt.block_on(serve(hello().layer(instrumentation_tower_layer())));
+        let (layer, provider) = instrumentation_tower_layer();
+        let addr = rt.block_on(serve(hello().layer(layer)));
         out.push(variant(
             rt,
             "otel_instrumentation_tower",
@@ -233,10 +249,12 @@ pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
             addr,
             Context::new(),
             true,
+            Some(provider),
         ));
     }
     if wanted("axum_tracing_opentelemetry") {
-        install_tracing_subscriber(tracer("axum-tracing-opentelemetry"));
+        let (tracer, provider) = tracer("axum-tracing-opentelemetry");
+        install_tracing_subscriber(tracer);
         let addr = rt.block_on(serve(
             hello()
                 .layer(axum_tracing_opentelemetry::middleware::OtelInResponseLayer)
@@ -249,6 +267,7 @@ pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
             addr,
             Context::new(),
             true,
+            Some(provider),
         ));
     }
     out
@@ -260,7 +279,7 @@ pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
 pub(crate) fn client_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Variant> {
     let wanted = |n: &str| names.is_empty() || names.contains(&n);
     let addr = rt.block_on(serve(hello()));
-    let tracer = tracer("lens-reqwest");
+    let (tracer, provider) = tracer("lens-reqwest");
     let parent = Context::new().with_span(tracer.start("parent"));
     let mut out = Vec::new();
     if wanted("reqwest_middleware") {
@@ -271,20 +290,21 @@ pub(crate) fn client_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
             addr,
             parent.clone(),
             false,
+            None,
         ));
     }
     if wanted("span_floor_middleware") {
+        let (floor_tracer, floor_provider) = self::tracer("span-floor-client");
         out.push(variant(
             rt,
             "span_floor_middleware",
             client_builder()
-                .with(span_floor::SpanFloorMiddleware(self::tracer(
-                    "span-floor-client",
-                )))
+                .with(span_floor::SpanFloorMiddleware(floor_tracer))
                 .build(),
             addr,
             parent.clone(),
             false,
+            Some(floor_provider),
         ));
     }
     if wanted("lens_middleware") {
@@ -297,6 +317,7 @@ pub(crate) fn client_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
             addr,
             parent,
             false,
+            Some(provider),
         ));
     }
     out
