@@ -55,3 +55,22 @@ fn no_baggage_is_an_empty_list() {
     assert!(Context::new().lens_baggage().is_empty());
     assert_eq!(injected(&Context::new()), None);
 }
+
+#[test]
+fn inject_sends_the_listed_header_for_few_and_many_entries() {
+    // Around the number of entries inject walks on the stack (8), with refused ones between.
+    for count in [1, 7, 8, 9, 10, 40, 64] {
+        let entries = (0..count).map(|i| {
+            let properties = if i % 5 == 3 { "p 1" } else { "" };
+            KeyValueMetadata::new(format!("k{i}"), format!("v {i}"), properties)
+        });
+        let cx = Context::new().with_baggage(entries);
+        let list = cx.lens_baggage();
+        assert_eq!(list.len(), (0..count).filter(|i| i % 5 != 3).count());
+        assert_eq!(
+            injected(&cx).as_deref(),
+            Some(list.header()),
+            "{count} entries"
+        );
+    }
+}

@@ -15,6 +15,9 @@ use crate::Limits;
 /// `(),/:;<=>?@[\]{}"`, which is exactly an RFC 7230 token (the test
 /// `opentelemetry_baggage_keys_are_tokens` holds opentelemetry to that).
 fn sendable(metadata: &str) -> Option<&str> {
+    if metadata.is_empty() {
+        return Some("");
+    }
     let properties = metadata.trim();
     (properties.is_empty() || properties_len(properties).is_some()).then_some(properties)
 }
@@ -24,16 +27,52 @@ fn sendable(metadata: &str) -> Option<&str> {
 /// building the list. An entry lens cannot send (invalid properties) or that would break a limit
 /// is left out; later entries that fit are still sent.
 pub(crate) fn header_from_otel(baggage: &Baggage, limits: &Limits) -> String {
-    // Room for the longest header the entries can give (every value byte escaped), within the
-    // byte limit: one allocation, no scan of the values.
-    let bound: usize = baggage
-        .iter()
-        .map(|(k, (v, m))| k.as_str().len() + 3 * v.as_str().len() + m.as_str().len() + 2)
+    // Common case: a few entries, walked once into a stack array (each step of opentelemetry's
+    // iterator is a call), then written into one String sized once.
+    let mut entries = [None; INLINE_ENTRIES];
+    let mut bound = 0;
+    for (count, (key, (value, metadata))) in baggage.into_iter().enumerate() {
+        let Some(slot) = entries.get_mut(count) else {
+            return header_from_many(baggage, limits);
+        };
+        let (key, value, metadata) = (key.as_str(), value.as_str(), metadata.as_str());
+        // Room for every value byte escaped: no scan of the values.
+        bound += key.len() + 3 * value.len() + metadata.len() + 2;
+        *slot = Some((key, value, metadata));
+    }
+    let mut header = String::with_capacity(bound.min(limits.baggage_bytes));
+    push_members(&mut header, entries.iter().flatten().copied(), limits);
+    header
+}
+
+/// [`header_from_otel`] for more entries than its stack array holds: two walks.
+#[cold]
+fn header_from_many(baggage: &Baggage, limits: &Limits) -> String {
+    let entries = || {
+        baggage
+            .iter()
+            .map(|(k, (v, m))| (k.as_str(), v.as_str(), m.as_str()))
+    };
+    let bound: usize = entries()
+        .map(|(k, v, m)| k.len() + 3 * v.len() + m.len() + 2)
         .sum();
     let mut header = String::with_capacity(bound.min(limits.baggage_bytes));
+    push_members(&mut header, entries(), limits);
+    header
+}
+
+/// How many entries [`header_from_otel`] walks on the stack.
+const INLINE_ENTRIES: usize = 8;
+
+/// Appends the members lens sends for opentelemetry's entries `(key, value, metadata)`.
+fn push_members<'a>(
+    header: &mut String,
+    entries: impl Iterator<Item = (&'a str, &'a str, &'a str)>,
+    limits: &Limits,
+) {
     let mut written = 0usize;
-    for (key, (value, metadata)) in baggage {
-        let Some(properties) = sendable(metadata.as_str()) else {
+    for (key, value, metadata) in entries {
+        let Some(properties) = sendable(metadata) else {
             continue;
         };
         if written >= limits.baggage_members {
@@ -43,7 +82,7 @@ pub(crate) fn header_from_otel(baggage: &Baggage, limits: &Limits) -> String {
         if written > 0 {
             header.push(',');
         }
-        write_member(&mut header, key.as_str(), value.as_str(), properties);
+        write_member(header, key, value, properties);
         if header.len() > limits.baggage_bytes {
             // Too large: left out, as `BaggageList::set` refuses it; a later one may fit.
             header.truncate(before);
@@ -51,7 +90,6 @@ pub(crate) fn header_from_otel(baggage: &Baggage, limits: &Limits) -> String {
         }
         written += 1;
     }
-    header
 }
 
 /// Rebuilds an ordered list from opentelemetry's `Baggage` (its iteration order; entries that
