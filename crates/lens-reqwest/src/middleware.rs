@@ -23,7 +23,7 @@ use opentelemetry_semantic_conventions::attribute::{
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
-use crate::url::{redacted_url, server_address};
+use crate::url::{server_address, url_full};
 
 /// How many times this request has been sent before, kept in the request's `Extensions`,
 /// which retry middleware hands to every attempt, from the second attempt on.
@@ -64,8 +64,12 @@ struct Config {
     /// The first `server.address` this middleware saw, shared with every span that has the same
     /// one (no string allocated per request for it, none freed in the batch span processor's
     /// thread); other hosts are allocated per request. One value, set once: bounded memory, no
-    /// lock per request. (`url.full` is never kept: it differs from request to request.)
+    /// lock per request.
     host_text: RepeatedText,
+    /// The same for `url.full`, when nothing in it is redacted: a client that calls one endpoint
+    /// again and again (an inference service, a parameter server) shares one string; a URL seen
+    /// later that differs from the first is allocated per request, as before.
+    url_text: RepeatedText,
 }
 
 /// A [`reqwest_middleware::Middleware`] that records one CLIENT span per attempt and injects that
@@ -118,6 +122,7 @@ impl ClientMiddleware {
         Self::from_config(Config {
             options,
             host_text: RepeatedText::default(),
+            url_text: RepeatedText::default(),
         })
     }
 
@@ -168,7 +173,11 @@ impl ClientMiddleware {
         // error.type set at the end: the span's vector never grows.
         let mut attributes = Vec::with_capacity(6);
         let method = httpconv::push_method(&mut attributes, req.method());
-        attributes.push(KeyValue::new(URL_FULL, redacted_url(url)));
+        let url_full = match url_full(url) {
+            Cow::Borrowed(text) => config.url_text.value(text),
+            Cow::Owned(redacted) => redacted.into(),
+        };
+        attributes.push(KeyValue::new(URL_FULL, url_full));
         if let Some(host) = host {
             attributes.push(KeyValue::new(SERVER_ADDRESS, config.host_text.value(host)));
         }

@@ -1,5 +1,7 @@
 //! URL attributes: `url.full` with credentials redacted, `server.address`.
 
+use std::borrow::Cow;
+
 use lens_span::redact::{has_sensitive_value, push_redacted_query};
 use reqwest::Url;
 
@@ -17,11 +19,17 @@ pub(crate) fn server_address(url: &Url) -> Option<&str> {
 /// parameters replaced by `REDACTED` (lens-span's [`redact`](lens_span::redact), as servers'
 /// `url.query`); otherwise the URL as it is sent.
 pub fn redacted_url(url: &Url) -> String {
+    url_full(url).into_owned()
+}
+
+/// [`redacted_url`], borrowing the URL's own text when nothing in it is redacted (the common
+/// case: the middleware then shares one string between requests to the same URL).
+pub(crate) fn url_full(url: &Url) -> Cow<'_, str> {
     let userinfo = !url.username().is_empty() || url.password().is_some();
     let query = url.query();
     let sensitive_query = query.is_some_and(has_sensitive_value);
     if !userinfo && !sensitive_query {
-        return url.as_str().to_owned();
+        return Cow::Borrowed(url.as_str());
     }
     let mut out = String::with_capacity(url.as_str().len() + 16);
     out.push_str(url.scheme());
@@ -45,7 +53,7 @@ pub fn redacted_url(url: &Url) -> String {
         out.push('#');
         out.push_str(fragment);
     }
-    out
+    Cow::Owned(out)
 }
 
 #[cfg(test)]

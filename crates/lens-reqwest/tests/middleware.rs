@@ -321,3 +321,31 @@ async fn the_builder_extension_injects_the_current_context() {
     assert_eq!(lines(&body, "traceparent"), [expected.as_str()]);
     assert_eq!(lines(&body, "baggage"), ["tenant=acme%20corp,k=v"]);
 }
+
+#[tokio::test]
+async fn each_request_gets_its_own_url_full_whether_it_repeats_or_not() {
+    let (_p, tracer, exporter) = provider();
+    let addr = serve(Router::new().route("/{p}", get(|| async { "ok" }))).await;
+    let c = client(ClientMiddleware::new().with_tracer(tracer));
+    // The first URL is shared between the spans that repeat it; the others are their own.
+    let urls = [
+        format!("http://{addr}/a?x=1"),
+        format!("http://{addr}/a?x=1"),
+        format!("http://{addr}/b"),
+        format!("http://{addr}/a?token=t1"),
+        format!("http://{addr}/a?x=1"),
+    ];
+    for url in &urls {
+        c.get(url).send().await.unwrap();
+    }
+    let spans = exporter.get_finished_spans().unwrap();
+    let full: Vec<String> = spans.iter().map(|s| attr(s, "url.full").unwrap()).collect();
+    let expected = [
+        format!("http://{addr}/a?x=1"),
+        format!("http://{addr}/a?x=1"),
+        format!("http://{addr}/b"),
+        format!("http://{addr}/a?token=REDACTED"),
+        format!("http://{addr}/a?x=1"),
+    ];
+    assert_eq!(full, expected);
+}
