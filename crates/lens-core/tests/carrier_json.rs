@@ -84,6 +84,9 @@ fn encode_escapes_other_controls_and_del_as_lowercase_u() {
         json(&one("k", "\u{0}\u{1}\u{1f}\u{7f}")),
         r#"{"k": "\u0000\u0001\u001f\u007f"}"#
     );
+    // Alone among printable characters too: `~` (0x7e) is the last byte sent as it is.
+    assert_eq!(json(&one("k", "a~\u{7f}b")), r#"{"k": "a~\u007fb"}"#);
+    assert_eq!(json(&one("k", " ~")), r#"{"k": " ~"}"#);
 }
 
 #[test]
