@@ -551,6 +551,9 @@ fn errors_have_clear_messages() {
     let e = parse(r#"{"a": NaN}"#).unwrap_err();
     assert!(e.to_string().contains("NaN"), "{e}");
     assert!(e.is_invalid_json());
+    // Python's json.dumps writes -Infinity for float("-inf"): named as such, not as a bad digit.
+    let e = parse(r#"{"a": -Infinity}"#).unwrap_err();
+    assert!(e.to_string().contains("Infinity are not JSON"), "{e}");
     assert!(parse("1").unwrap_err().is_not_an_object());
 }
 
@@ -713,5 +716,29 @@ proptest! {
         let bytes = c.to_json_bytes();
         prop_assert!(bytes.is_ascii());
         prop_assert_eq!(Carrier::from_json_bytes(&bytes).unwrap(), c);
+    }
+}
+
+#[test]
+fn a_container_closed_by_the_other_bracket_is_invalid_json() {
+    // Inside values lens skips (a key it does not read, an array element that is no string).
+    let array_closed_by_brace = r#"{"x": {"a": [1}}}"#;
+    let object_closed_by_bracket = r#"{"x": [{"a": 1]]}"#;
+    let e = parse(array_closed_by_brace).unwrap_err();
+    assert!(e.is_invalid_json(), "{e}");
+    assert!(e.to_string().contains("',' or ']' in an array"), "{e}");
+    let e = parse(object_closed_by_bracket).unwrap_err();
+    assert!(e.is_invalid_json(), "{e}");
+    assert!(e.to_string().contains("',' or '}' in an object"), "{e}");
+    // Extract rejects the whole carrier, the traceparent beside it included.
+    for bad in [array_closed_by_brace, object_closed_by_bracket] {
+        let bytes = bad.replacen(
+            '{',
+            r#"{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "#,
+            1,
+        );
+        let extracted = lens_core::W3cPropagator::new()
+            .extract_json(&opentelemetry::Context::new(), bytes.as_bytes());
+        assert!(extracted.is_err(), "{bytes}");
     }
 }
