@@ -41,6 +41,16 @@ async fn handler_sees_the_server_span_as_current_and_through_the_extractor() {
     assert_eq!(body, format!("{id} {id} {id} {}", support::TRACE_ID));
 }
 
+/// `GET /` from `app` behind a `ServerLayer` with `tracer`.
+async fn get_root(app: Router, tracer: opentelemetry_sdk::trace::SdkTracer) -> reqwest::Response {
+    let addr = serve(app.layer(ServerLayer::new().with_tracer(tracer))).await;
+    reqwest::Client::new()
+        .get(format!("http://{addr}/"))
+        .send()
+        .await
+        .unwrap()
+}
+
 /// The span's id as the extractor gives it, or `none`.
 fn span_id_of(cx: &RequestContext) -> String {
     let sc = cx.context().span().span_context().clone();
@@ -68,18 +78,8 @@ async fn a_layer_between_the_server_layer_and_the_handler_extracts_the_server_sp
     async fn handler(cx: RequestContext) -> String {
         span_id_of(&cx)
     }
-    let addr = serve(
-        Router::new()
-            .route("/", get(handler))
-            .layer(from_fn(inner_layer))
-            .layer(ServerLayer::new().with_tracer(tracer)),
-    )
-    .await;
-    let res = reqwest::Client::new()
-        .get(format!("http://{addr}/"))
-        .send()
-        .await
-        .unwrap();
+    let app = Router::new().route("/", get(handler));
+    let res = get_root(app.layer(from_fn(inner_layer)), tracer).await;
     let seen = res.headers()["x-seen-by-layer"]
         .to_str()
         .unwrap()
@@ -109,21 +109,9 @@ async fn a_request_context_put_in_the_extensions_takes_precedence() {
         let current = Context::current().span().span_context().span_id();
         format!("{} {current}", span_id_of(&cx))
     }
-    let addr = serve(
-        Router::new()
-            .route("/", get(handler))
-            .layer(from_fn(own_context))
-            .layer(ServerLayer::new().with_tracer(tracer)),
-    )
-    .await;
-    let body = reqwest::Client::new()
-        .get(format!("http://{addr}/"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let app = Router::new().route("/", get(handler));
+    let res = get_root(app.layer(from_fn(own_context)), tracer).await;
+    let body = res.text().await.unwrap();
     let spans = recorder.wait_for(1).await;
     let id = span(&spans, "GET /", SpanKind::Server)
         .span_context
