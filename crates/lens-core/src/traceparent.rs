@@ -353,3 +353,89 @@ impl std::str::FromStr for TraceParent {
         TraceParent::parse(s)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The fast path on its own: where it gives up, the full parser gives the same result, so
+    //! only a direct look shows that it is taken and decodes right.
+    #![allow(clippy::panic)]
+    use super::{hex8, parse_fast};
+    use crate::lexical::lower_hex_value;
+
+    /// The lowercase hex of `bytes`.
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn hex8_takes_exactly_lowercase_hex_digits_in_every_position() {
+        for position in 0..8 {
+            for b in 0..=255u8 {
+                let mut chunk = *b"0f1e2d3c";
+                chunk[position] = b;
+                let expected = (|| {
+                    let mut v = 0u32;
+                    // Little-endian: the first two digits are the lowest byte.
+                    for (i, pair) in chunk.chunks(2).enumerate() {
+                        let byte = (lower_hex_value(pair[0])? << 4) | lower_hex_value(pair[1])?;
+                        v |= u32::from(byte) << (8 * i);
+                    }
+                    Some(v)
+                })();
+                assert_eq!(hex8(&chunk), expected, "byte {b:#04x} at {position}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_fast_path_takes_every_valid_version_00_value_of_55_bytes() {
+        // Ids from a simple generator: every hex digit turns up in every position.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            state
+        };
+        for round in 0..512 {
+            let trace_id: u128 = (u128::from(next()) << 64) | u128::from(next());
+            let parent_id = next() | 1;
+            let flags = (round % 256) as u8;
+            let value = format!(
+                "00-{}-{}-{flags:02x}",
+                hex(&trace_id.to_be_bytes()),
+                hex(&parent_id.to_be_bytes())
+            );
+            let parsed = parse_fast(value.as_bytes());
+            let parsed = parsed.unwrap_or_else(|| panic!("declined {value}"));
+            assert_eq!(
+                parsed.trace_id.to_bytes(),
+                trace_id.to_be_bytes(),
+                "{value}"
+            );
+            assert_eq!(
+                parsed.parent_id.to_bytes(),
+                parent_id.to_be_bytes(),
+                "{value}"
+            );
+            assert_eq!((parsed.version, parsed.flags), (0, flags), "{value}");
+        }
+    }
+
+    #[test]
+    fn the_fast_path_declines_what_the_full_parser_must_judge() {
+        let valid = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert!(parse_fast(valid.as_bytes()).is_some());
+        for value in [
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g",
+            "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",
+            " 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        ] {
+            assert!(parse_fast(value.as_bytes()).is_none(), "{value}");
+        }
+    }
+}

@@ -233,3 +233,33 @@ fn a_higher_version_of_55_characters_keeps_its_version() {
         assert_eq!(&tp.encode()[..], VALID.as_bytes());
     }
 }
+
+#[test]
+fn a_value_that_is_only_a_version_is_too_short_not_a_bad_version() {
+    // Two hex digits are a version; the error is about what is missing after them.
+    assert!(matches!(err("00"), TraceParentError::WrongLength { .. }));
+    assert!(matches!(err("0"), TraceParentError::InvalidVersion));
+}
+
+#[test]
+fn each_flag_is_read_on_its_own_and_display_writes_the_header() {
+    for (flags, sampled, random) in [
+        ("00", false, false),
+        ("01", true, false),
+        ("02", false, true),
+        ("03", true, true),
+        ("fc", false, false),
+    ] {
+        let value = VALID.replace("-01", &format!("-{flags}"));
+        let tp = TraceParent::parse(&value).unwrap();
+        assert_eq!(
+            (tp.is_sampled(), tp.is_random()),
+            (sampled, random),
+            "{value}"
+        );
+        // Display is the header lens sends: unknown flag bits cleared.
+        let sent = tp.to_string();
+        assert_eq!(sent, tp.to_header_string());
+        assert_eq!(&sent[..53], &VALID[..53]);
+    }
+}
