@@ -40,10 +40,7 @@ fn inject_json_sizes_its_buffer_once_within_two_bytes_of_the_object() {
         .with_baggage_entry("user", "alice")
         .unwrap();
     let propagator = W3cPropagator::new();
-    for cx in [
-        cx.clone(),
-        Context::new().with_baggage_entry("k", "v").unwrap(),
-    ] {
+    for cx in [cx, Context::new().with_baggage_entry("k", "v").unwrap()] {
         let (cost, len) = buffer_cost(|out| propagator.inject_json(&cx, out));
         assert_eq!(cost.count, 1, "one allocation for {len} bytes");
         assert!(
