@@ -7,8 +7,9 @@
 //!   opentelemetry-instrumentation-tower's layer, axum + axum-tracing-opentelemetry's layer
 //!   (with tracing-opentelemetry); every request sampled, batch span processor into a discarding
 //!   exporter.
-//! * `client/*`: reqwest through reqwest-middleware alone, and through `ClientMiddleware`, against
-//!   the same bare axum server.
+//! * `client/*`: reqwest through reqwest-middleware alone, with the span floor's middleware, with
+//!   a plain conventions-following middleware (a reference: `support/span_floor.rs`), and through
+//!   `ClientMiddleware`, against the same bare axum server.
 //!
 //! Criterion measures each variant in its own block; after each group the bench also runs the
 //! variants alternately for `ROUNDS` rounds (each variant once per round, in the balanced order
@@ -31,9 +32,9 @@ use loopback::Variant;
 /// long enough that every round includes the batch processor's exports (every 512 spans).
 const REQUESTS: usize = 2048;
 /// Rounds of the alternated comparison: a whole number of balanced blocks for both groups (five
-/// server variants balance in 10 rounds, three client variants in 6), and enough that the
+/// server variants balance in 10 rounds, four client variants in 4), and enough that the
 /// median of the per-round ratios moves by about a point from run to run.
-const ROUNDS: usize = 90;
+const ROUNDS: usize = 100;
 /// Unmeasured requests per variant before anything is measured (connections, caches).
 const WARM_UP: usize = 4096;
 

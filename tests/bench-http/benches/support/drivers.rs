@@ -264,7 +264,8 @@ where
 }
 
 /// The span floor of `span_floor.rs` on axum and on reqwest-middleware: a reference for what
-/// lens adds beyond the least any OpenTelemetry instrumentation does.
+/// lens adds beyond the least any OpenTelemetry instrumentation does; and the plain
+/// conventions-following client middleware beside it.
 #[allow(dead_code)]
 pub(crate) fn span_floor_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
     use opentelemetry::trace::Tracer as _;
@@ -274,12 +275,19 @@ pub(crate) fn span_floor_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
         .with(span_floor::SpanFloorMiddleware(tracer))
         .with(Answer)
         .build();
+    let plain = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(span_floor::PlainClientMiddleware(
+            provider.tracer("bench-plain"),
+        ))
+        .with(Answer)
+        .build();
     vec![
         axum_driver(
             "axum_span_floor",
             hello().layer(span_floor::SpanFloorLayer(provider.tracer("bench"))),
         ),
-        reqwest_driver("reqwest_span_floor", client, parent),
+        reqwest_driver("reqwest_span_floor", client, parent.clone()),
+        reqwest_driver("reqwest_plain_client", plain, parent),
     ]
 }
 

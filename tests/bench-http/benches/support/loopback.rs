@@ -273,9 +273,10 @@ pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
     out
 }
 
-/// reqwest through reqwest-middleware alone (the baseline), with the span floor's middleware (a
-/// reference: `support/span_floor.rs`) and with `ClientMiddleware`, all against one bare axum
-/// server; every request's extensions hold a Context with a sampled span.
+/// reqwest through reqwest-middleware alone (the baseline), with the span floor's middleware and
+/// with the plain conventions-following middleware (two references: `support/span_floor.rs`) and
+/// with `ClientMiddleware`, all against one bare axum server; every request's extensions hold a
+/// Context with a sampled span.
 pub(crate) fn client_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Variant> {
     let wanted = |n: &str| names.is_empty() || names.contains(&n);
     let addr = rt.block_on(serve(hello()));
@@ -305,6 +306,20 @@ pub(crate) fn client_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
             parent.clone(),
             false,
             Some(floor_provider),
+        ));
+    }
+    if wanted("plain_client_middleware") {
+        let (plain_tracer, plain_provider) = self::tracer("plain-client");
+        out.push(variant(
+            rt,
+            "plain_client_middleware",
+            client_builder()
+                .with(span_floor::PlainClientMiddleware(plain_tracer))
+                .build(),
+            addr,
+            parent.clone(),
+            false,
+            Some(plain_provider),
         ));
     }
     if wanted("lens_middleware") {

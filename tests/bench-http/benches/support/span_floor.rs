@@ -8,6 +8,10 @@
 //!   static name as its child, end it when the inner service's future is ready;
 //! * client: start a CLIENT span with a static name as the child of the request's parent
 //!   `Context`, write its `traceparent` into the request, end it when the response arrives.
+//!
+//! Beside the client floor, [`PlainClientMiddleware`]: the work every conventions-following
+//! OpenTelemetry client middleware must do on top of the floor, written the plain way. It is the
+//! reference that says how much of lens's distance to the floor is that work.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -15,9 +19,13 @@ use std::task::{Context as TaskContext, Poll};
 
 use http::{HeaderName, HeaderValue, Request, Response};
 use lens_core::traceparent::TraceParent;
-use opentelemetry::Context;
+use opentelemetry::context::FutureExt as _;
 use opentelemetry::trace::{Span, SpanKind, TraceContextExt, TraceState, Tracer};
+use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::{SdkTracer, Span as SdkSpan};
+use opentelemetry_semantic_conventions::attribute::{
+    HTTP_REQUEST_METHOD, HTTP_RESPONSE_STATUS_CODE, SERVER_ADDRESS, SERVER_PORT, URL_FULL,
+};
 use reqwest_middleware::{Middleware, Next};
 
 static TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
@@ -123,6 +131,63 @@ impl Middleware for SpanFloorMiddleware {
             req.headers_mut().insert(TRACEPARENT.clone(), value);
         }
         let res = next.run(req, extensions).await;
+        span.end();
+        res
+    }
+}
+
+/// The client floor plus what the HTTP client conventions and a current span cost any
+/// OpenTelemetry middleware, written the plain way: the four request attributes (`url.full` and
+/// `server.address` copied per request), the span held in an `opentelemetry::Context`
+/// (opentelemetry boxes it and shares it behind an `Arc`), that Context current around every
+/// poll of the rest of the chain (`FutureExt::with_context`), `http.response.status_code` set
+/// from the response. No policy, no filter, no baggage, no resend count, no error
+/// classification. A reference for where lens's cost goes, not a competitor.
+pub(crate) struct PlainClientMiddleware(pub(crate) SdkTracer);
+
+#[async_trait::async_trait]
+impl Middleware for PlainClientMiddleware {
+    async fn handle(
+        &self,
+        mut req: reqwest::Request,
+        extensions: &mut http::Extensions,
+        next: Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        let url = req.url();
+        let mut attributes = vec![
+            KeyValue::new(HTTP_REQUEST_METHOD, "GET"),
+            KeyValue::new(URL_FULL, url.as_str().to_owned()),
+        ];
+        if let Some(host) = url.host_str() {
+            attributes.push(KeyValue::new(SERVER_ADDRESS, host.to_owned()));
+        }
+        if let Some(port) = url.port_or_known_default() {
+            attributes.push(KeyValue::new(SERVER_PORT, i64::from(port)));
+        }
+        let cx = {
+            let empty = Context::new();
+            let parent = extensions.get::<Context>().unwrap_or(&empty);
+            let span = self
+                .0
+                .span_builder("GET")
+                .with_kind(SpanKind::Client)
+                .with_attributes(attributes)
+                .start_with_context(&self.0, parent);
+            parent.with_span(span)
+        };
+        if let Some(tp) = TraceParent::from_span_context(cx.span().span_context())
+            && let Ok(value) = HeaderValue::from_bytes(&tp.encode())
+        {
+            req.headers_mut().insert(TRACEPARENT.clone(), value);
+        }
+        let res = next.run(req, extensions).with_context(cx.clone()).await;
+        let span = cx.span();
+        if let Ok(res) = &res {
+            span.set_attribute(KeyValue::new(
+                HTTP_RESPONSE_STATUS_CODE,
+                i64::from(res.status().as_u16()),
+            ));
+        }
         span.end();
         res
     }
