@@ -106,6 +106,15 @@ impl<F: Future> Future for SpanFloorFuture<F> {
     }
 }
 
+/// Writes the `traceparent` of `sc` into `req`, as the client floor does.
+fn write_traceparent(req: &mut reqwest::Request, sc: &opentelemetry::trace::SpanContext) {
+    if let Some(tp) = TraceParent::from_span_context(sc)
+        && let Ok(value) = HeaderValue::from_bytes(&tp.encode())
+    {
+        req.headers_mut().insert(TRACEPARENT.clone(), value);
+    }
+}
+
 /// The client side of the floor, as a reqwest-middleware middleware.
 pub(crate) struct SpanFloorMiddleware(pub(crate) SdkTracer);
 
@@ -125,11 +134,7 @@ impl Middleware for SpanFloorMiddleware {
                 None => builder.start_with_context(&self.0, &Context::new()),
             }
         };
-        if let Some(tp) = TraceParent::from_span_context(span.span_context())
-            && let Ok(value) = HeaderValue::from_bytes(&tp.encode())
-        {
-            req.headers_mut().insert(TRACEPARENT.clone(), value);
-        }
+        write_traceparent(&mut req, span.span_context());
         let res = next.run(req, extensions).await;
         span.end();
         res
@@ -175,11 +180,7 @@ impl Middleware for PlainClientMiddleware {
                 .start_with_context(&self.0, parent);
             parent.with_span(span)
         };
-        if let Some(tp) = TraceParent::from_span_context(cx.span().span_context())
-            && let Ok(value) = HeaderValue::from_bytes(&tp.encode())
-        {
-            req.headers_mut().insert(TRACEPARENT.clone(), value);
-        }
+        write_traceparent(&mut req, cx.span().span_context());
         let res = next.run(req, extensions).with_context(cx.clone()).await;
         let span = cx.span();
         if let Ok(res) = &res {
