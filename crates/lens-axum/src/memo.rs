@@ -1,6 +1,7 @@
 //! Attribute values shared between requests: the route, the server address, the client address
 //! and the user agent repeat from request to request, so each [`ServerService`](crate::ServerService) keeps
-//! the first one it sees as an `Arc<str>` and hands out reference-counted copies of it instead of
+//! the first one it sees ([`lens_core::semconv::KeptText`]: `'static` within a small
+//! process-wide budget, else an `Arc<str>`) and hands out values that refer to it instead of
 //! allocating (and, in the batch span processor's thread, freeing) a new string per request.
 //!
 //! One value per kind, set once: memory stays bounded whatever the requests carry, a different
@@ -8,9 +9,9 @@
 //! is an atomic load once the value is set).
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
-use lens_core::semconv::RepeatedText;
+use lens_core::semconv::{KeptText, RepeatedText};
 use opentelemetry::Value;
 
 /// The first route, server address, client address and user agent a service saw.
@@ -18,7 +19,7 @@ use opentelemetry::Value;
 pub(crate) struct Memos {
     route: RepeatedText,
     host: RepeatedText,
-    peer: OnceLock<(IpAddr, Arc<str>)>,
+    peer: OnceLock<(IpAddr, KeptText)>,
     user_agent: RepeatedText,
 }
 
@@ -40,9 +41,11 @@ impl Memos {
 
     /// `client.address`: the text of `ip` (an IPv4-mapped IPv6 address as IPv4).
     pub(crate) fn peer(&self, ip: IpAddr) -> Value {
-        let (first_ip, first) = self.peer.get_or_init(|| (ip, Arc::from(ip_string(ip))));
+        let (first_ip, first) = self
+            .peer
+            .get_or_init(|| (ip, KeptText::new(&ip_string(ip))));
         if *first_ip == ip {
-            Value::from(Arc::clone(first))
+            first.value()
         } else {
             Value::from(ip_string(ip))
         }

@@ -1,5 +1,6 @@
 //! Small pieces of the OpenTelemetry semantic conventions that every adapter needs.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use http::Method;
@@ -31,10 +32,15 @@ pub fn known_http_method(method: &Method) -> Option<&'static str> {
 }
 
 /// An attribute value that usually repeats from request to request (a server address, a route,
-/// a user agent): the first text seen is kept as a shared `Arc<str>`, and every later value
-/// equal to it is a reference-counted copy of it instead of a new string. Spans are freed in
-/// the batch span processor's thread, where each string a request allocated costs several
-/// times its price (cross-thread frees bypass the allocator's per-thread cache).
+/// a user agent): the first text seen is kept, and every later value equal to it refers to it
+/// instead of being a new string. Spans are freed in the batch span processor's thread, where
+/// each string a request allocated costs several times its price (cross-thread frees bypass the
+/// allocator's per-thread cache).
+///
+/// The kept text ([`KeptText`]) is `'static` while the process has room left in a budget of
+/// [`STATIC_TEXT_BUDGET`] bytes (it then lives as long as the process): its values carry no
+/// reference count, so the request threads that make spans and the export thread that frees
+/// them never write to one shared counter. Past the budget it is a shared `Arc<str>`.
 ///
 /// One text, set once: memory stays bounded whatever the requests carry, other values are
 /// allocated as usual, and no lock is taken once the first value is set (`OnceLock::get` is an
@@ -49,14 +55,73 @@ pub fn known_http_method(method: &Method) -> Option<&'static str> {
 /// assert_eq!(host.value("b.example"), Value::from("b.example"));
 /// ```
 #[derive(Clone, Debug, Default)]
-pub struct RepeatedText(OnceLock<Arc<str>>);
+pub struct RepeatedText(OnceLock<KeptText>);
+
+/// Bytes of text that [`KeptText`] makes `'static`, in all, in one process: what is kept for
+/// the life of the process stays this small whatever the requests carry and however many
+/// adapters are built.
+pub const STATIC_TEXT_BUDGET: usize = 64 * 1024;
+
+/// Bytes of [`STATIC_TEXT_BUDGET`] given out so far.
+static STATIC_TEXT_USED: AtomicUsize = AtomicUsize::new(0);
+
+/// A text kept for attribute values that repeat ([`RepeatedText`] keeps one): `'static` while
+/// the process has room left in [`STATIC_TEXT_BUDGET`], else shared behind an `Arc<str>`.
+///
+/// ```
+/// use lens_core::semconv::KeptText;
+/// use opentelemetry::Value;
+///
+/// let peer = KeptText::new("10.0.0.7");
+/// assert_eq!(peer.as_str(), "10.0.0.7");
+/// assert_eq!(peer.value(), Value::from("10.0.0.7"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct KeptText(Kept);
+
+#[derive(Clone, Debug)]
+enum Kept {
+    Static(&'static str),
+    Shared(Arc<str>),
+}
+
+impl KeptText {
+    /// Keeps `text`: `'static` if the budget has room for it.
+    pub fn new(text: &str) -> KeptText {
+        let reserved =
+            STATIC_TEXT_USED.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                used.checked_add(text.len())
+                    .filter(|&total| total <= STATIC_TEXT_BUDGET)
+            });
+        KeptText(match reserved {
+            Ok(_) => Kept::Static(Box::leak(Box::from(text))),
+            Err(_) => Kept::Shared(Arc::from(text)),
+        })
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            Kept::Static(text) => text,
+            Kept::Shared(text) => text,
+        }
+    }
+
+    /// An attribute value of the text, without a copy of it.
+    pub fn value(&self) -> Value {
+        match &self.0 {
+            Kept::Static(text) => Value::from(*text),
+            Kept::Shared(text) => Value::from(Arc::clone(text)),
+        }
+    }
+}
 
 impl RepeatedText {
-    /// `text` as an attribute value: shared with the first text seen when it is that one.
+    /// `text` as an attribute value: the kept text when it is that one.
     pub fn value(&self, text: &str) -> Value {
-        let first = self.0.get_or_init(|| Arc::from(text));
-        if **first == *text {
-            Value::from(Arc::clone(first))
+        let kept = self.0.get_or_init(|| KeptText::new(text));
+        if kept.as_str() == text {
+            kept.value()
         } else {
             Value::from(text.to_owned())
         }
@@ -66,7 +131,7 @@ impl RepeatedText {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::panic)]
-    use super::RepeatedText;
+    use super::{Kept, RepeatedText, STATIC_TEXT_BUDGET};
     use opentelemetry::Value;
 
     fn text(value: &Value) -> &str {
@@ -88,5 +153,31 @@ mod tests {
         assert_eq!(text(&a2).as_ptr(), text(&a).as_ptr());
         assert_ne!(text(&b).as_ptr(), text(&a).as_ptr());
         assert_eq!(text(&memo.value("b.example")), "b.example");
+    }
+
+    /// A short text is kept as `'static` text (its values share no counter); one longer than
+    /// the whole budget is shared behind an `Arc`; both give every equal value the kept text.
+    #[test]
+    fn a_text_within_the_budget_is_static_and_one_beyond_it_is_shared() {
+        let short = RepeatedText::default();
+        let a = short.value("api.example");
+        assert!(matches!(
+            short.0.get(),
+            Some(super::KeptText(Kept::Static("api.example")))
+        ));
+        assert_eq!(
+            text(&short.value("api.example")).as_ptr(),
+            text(&a).as_ptr()
+        );
+
+        let huge = "h".repeat(STATIC_TEXT_BUDGET + 1);
+        let long = RepeatedText::default();
+        let b = long.value(&huge);
+        assert!(
+            matches!(long.0.get(), Some(super::KeptText(Kept::Shared(kept))) if **kept == *huge)
+        );
+        assert_eq!(text(&long.value(&huge)).as_ptr(), text(&b).as_ptr());
+        assert_eq!(text(&b), huge);
+        assert_eq!(text(&long.value("other")), "other");
     }
 }
