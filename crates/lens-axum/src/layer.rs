@@ -212,7 +212,7 @@ where
         }
         let inbound = options.propagation.extract(&options.policy, &inbound_req);
 
-        let name = options.span_name(&info, || default_span_name(info.method, route));
+        let name = options.span_name(&info, || default_span_name(info.method, route, &self.memos));
         let mut attributes = request_attributes(&info, peer, &self.memos);
         options.request_attributes(&info, &mut attributes);
         // The fields set directly: `with_attributes` would collect the vector again.
@@ -316,16 +316,10 @@ fn peer_addr<B>(_req: &Request<B>) -> Option<SocketAddr> {
     None
 }
 
-fn default_span_name(method: &Method, route: Option<&str>) -> Cow<'static, str> {
+fn default_span_name(method: &Method, route: Option<&str>, memos: &Memos) -> Cow<'static, str> {
     let method = known_http_method(method).unwrap_or("HTTP");
     match route {
-        Some(route) => {
-            let mut name = String::with_capacity(method.len() + 1 + route.len());
-            name.push_str(method);
-            name.push(' ');
-            name.push_str(route);
-            Cow::Owned(name)
-        }
+        Some(route) => memos.span_name(method, route),
         None => Cow::Borrowed(method),
     }
 }

@@ -107,6 +107,21 @@ impl KeptText {
         }
     }
 
+    /// The text as `'static` text, when it was kept within [`STATIC_TEXT_BUDGET`]: what a
+    /// `Cow<'static, str>` (a span name) can borrow instead of copying.
+    ///
+    /// ```
+    /// use lens_core::semconv::KeptText;
+    ///
+    /// assert_eq!(KeptText::new("GET /users/{id}").as_static(), Some("GET /users/{id}"));
+    /// ```
+    pub fn as_static(&self) -> Option<&'static str> {
+        match &self.0 {
+            Kept::Static(text) => Some(text),
+            Kept::Shared(_) => None,
+        }
+    }
+
     /// An attribute value of the text, without a copy of it.
     pub fn value(&self) -> Value {
         match &self.0 {
@@ -177,6 +192,11 @@ mod tests {
             matches!(long.0.get(), Some(super::KeptText(Kept::Shared(kept))) if **kept == *huge)
         );
         assert_eq!(text(&long.value(&huge)).as_ptr(), text(&b).as_ptr());
+        assert_eq!(long.0.get().and_then(super::KeptText::as_static), None);
+        assert_eq!(
+            short.0.get().and_then(super::KeptText::as_static),
+            Some("api.example")
+        );
         assert_eq!(text(&b), huge);
         assert_eq!(text(&long.value("other")), "other");
     }
