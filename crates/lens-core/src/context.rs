@@ -23,12 +23,15 @@
 
 use std::borrow::Cow;
 
+use arrayvec::ArrayString;
 use opentelemetry::baggage::{Baggage, BaggageExt};
 use opentelemetry::trace::{SpanContext, TraceContextExt};
 use opentelemetry::{Context, TraceId};
 
 use crate::Limits;
-use crate::baggage::{BaggageError, BaggageList, list_from_otel, parse_to_otel, to_otel_baggage};
+use crate::baggage::{
+    BaggageError, BaggageList, SentHeader, list_from_otel, parse_to_otel, to_otel_baggage,
+};
 use crate::tracestate::TraceStateList;
 
 /// lens's own copies, stored as one Context value so that extract adds a single entry.
@@ -53,6 +56,25 @@ pub(crate) enum StoredBaggage {
     /// Only the header lens sends (what inject needs); the opentelemetry `Baggage` beside it
     /// holds every member, so values are read there and the ordered list is rebuilt on demand.
     Header(String),
+    /// [`StoredBaggage::Header`] for a short header, held in the Context value itself: the
+    /// common few members cost extract no allocation of their own.
+    InlineHeader(ArrayString<INLINE_HEADER>),
+}
+
+/// Bytes of a baggage header that lens keeps inside its Context value.
+const INLINE_HEADER: usize = 128;
+
+impl StoredBaggage {
+    /// The header of a parse that opentelemetry's `Baggage` holds every member of.
+    fn header(header: SentHeader<'_>) -> StoredBaggage {
+        match header {
+            SentHeader::Slice(text) => match ArrayString::from(text) {
+                Ok(inline) => StoredBaggage::InlineHeader(inline),
+                Err(_) => StoredBaggage::Header(text.to_owned()),
+            },
+            SentHeader::Built(text) => StoredBaggage::Header(text),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -71,6 +93,7 @@ impl BaggageCopy {
         match &self.stored {
             StoredBaggage::List(list) => list.header(),
             StoredBaggage::Header(header) => header,
+            StoredBaggage::InlineHeader(header) => header,
         }
     }
 
@@ -79,8 +102,8 @@ impl BaggageCopy {
         match &self.stored {
             StoredBaggage::List(list) => Cow::Borrowed(list),
             // The header already fits the limits it was built under: parse it back whole.
-            StoredBaggage::Header(header) => {
-                Cow::Owned(BaggageList::parse([header.as_str()], &UNBOUNDED, false))
+            StoredBaggage::Header(_) | StoredBaggage::InlineHeader(_) => {
+                Cow::Owned(BaggageList::parse([self.header()], &UNBOUNDED, false))
             }
         }
     }
@@ -103,9 +126,7 @@ pub(crate) fn extract_baggage(
     plus_as_space: bool,
 ) -> Option<(Baggage, StoredBaggage)> {
     match parse_to_otel(lines, limits, plus_as_space) {
-        Some((otel, header)) => {
-            (!header.is_empty()).then_some((otel, StoredBaggage::Header(header)))
-        }
+        Some((otel, header)) => (!header.is_empty()).then(|| (otel, StoredBaggage::header(header))),
         None => {
             let list = BaggageList::parse(lines.iter().copied(), limits, plus_as_space);
             (!list.is_empty()).then(|| (to_otel_baggage(&list), StoredBaggage::List(list)))
@@ -255,7 +276,7 @@ impl LensContextExt for Context {
         {
             Some(StoredBaggage::List(list)) => list.get(key).map(|e| e.value().to_owned()),
             // Without a list, opentelemetry's `Baggage` holds every member.
-            Some(StoredBaggage::Header(_)) | None => {
+            Some(StoredBaggage::Header(_) | StoredBaggage::InlineHeader(_)) | None => {
                 self.baggage().get(key).map(|v| v.as_str().to_owned())
             }
         }

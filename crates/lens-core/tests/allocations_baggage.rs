@@ -2,7 +2,7 @@
 //! costs: the decoded value is written into one allocation of its exact length, which
 //! opentelemetry's `StringValue` (a boxed `str`) then takes without shrinking it. The Context
 //! is the same either way, so only the allocations tell a buffer sized right from one that
-//! grows or shrinks.
+//! grows or shrinks. The same goes for where lens keeps the header it sends on.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod bounded_cost_support;
@@ -42,12 +42,24 @@ fn an_escaped_value_is_decoded_into_one_allocation_of_its_length() {
         let (without, cx) = extract(plain);
         assert_eq!(cx.baggage_value("k").map(|v| v.len()), Some(value.len()));
         assert_eq!(with_escapes.count, without.count, "{escaped}");
-        // lens keeps each header as it came (both are sent on as received), so the two differ
-        // by the header's length and nothing else.
-        assert_eq!(
-            with_escapes.total - without.total,
-            escaped.len() - plain.len(),
-            "{escaped}"
-        );
+        // lens keeps each header as it came (both are sent on as received), and a header this
+        // short inside its Context value: the two cost the same bytes.
+        assert_eq!(with_escapes.total, without.total, "{escaped}");
     }
+}
+
+/// The header lens sends on is kept inside its Context value up to 128 bytes; a longer one
+/// costs one allocation of exactly its length.
+#[test]
+fn a_short_header_is_kept_inline_and_a_longer_one_in_one_allocation_of_its_length() {
+    let short = format!("k={}", "v".repeat(126));
+    let long = format!("k={}", "v".repeat(127));
+    assert_eq!((short.len(), long.len()), (128, 129));
+    let (inline, cx) = extract(&short);
+    assert_eq!(cx.lens_baggage().header(), short);
+    let (own, cx) = extract(&long);
+    assert_eq!(cx.lens_baggage().header(), long);
+    assert_eq!(own.count, inline.count + 1);
+    // One more byte of value, and the header's own allocation.
+    assert_eq!(own.total - inline.total, 1 + long.len());
 }

@@ -35,7 +35,7 @@ mod parse;
 mod percent;
 
 pub(crate) use otel::{header_from_otel, list_from_otel, to_otel_baggage};
-pub(crate) use parse::parse_to_otel;
+pub(crate) use parse::{SentHeader, parse_to_otel};
 pub use percent::encode_value;
 
 use member::{member_len, properties_len, write_member, write_properties};
@@ -300,8 +300,9 @@ impl BaggageList {
         mut report: impl FnMut(BaggageIssue<'a>),
     ) -> BaggageList {
         let mut sink = ListSink::default();
-        let header =
-            parse_into(lines, limits, plus_as_space, &mut sink, &mut report).unwrap_or_default();
+        let header = parse_into(lines, limits, plus_as_space, &mut sink, &mut report)
+            .map(SentHeader::into_string)
+            .unwrap_or_default();
         BaggageList {
             entries: sink.entries,
             header,

@@ -100,10 +100,37 @@ impl<'a> HeaderBuilder<'a> {
         }
     }
 
-    fn finish(self) -> String {
+    fn finish(self) -> SentHeader<'a> {
         match self.slice {
-            Some((line, start, end)) => line.get(start..end).unwrap_or_default().to_owned(),
-            None => self.text,
+            Some((line, start, end)) => SentHeader::Slice(line.get(start..end).unwrap_or_default()),
+            None => SentHeader::Built(self.text),
+        }
+    }
+}
+
+/// The header lens sends for the members [`parse_into`] kept: most often a slice of the first
+/// line, copied only where the caller keeps it (and as it keeps it); else written member by member.
+pub(crate) enum SentHeader<'a> {
+    /// The members kept are this part of the first line, as it came.
+    Slice(&'a str),
+    /// Written member by member.
+    Built(String),
+}
+
+impl SentHeader<'_> {
+    /// The header as its own `String`.
+    pub(crate) fn into_string(self) -> String {
+        match self {
+            SentHeader::Slice(text) => text.to_owned(),
+            SentHeader::Built(text) => text,
+        }
+    }
+
+    /// Whether no member was kept.
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            SentHeader::Slice(text) => text.is_empty(),
+            SentHeader::Built(text) => text.is_empty(),
         }
     }
 }
@@ -119,7 +146,7 @@ pub(super) fn parse_into<'a, S: Sink>(
     plus_as_space: bool,
     sink: &mut S,
     report: &mut impl FnMut(BaggageIssue<'a>),
-) -> Option<String> {
+) -> Option<SentHeader<'a>> {
     let mut header = HeaderBuilder {
         slice: None,
         text: String::new(),
@@ -226,7 +253,7 @@ pub(super) fn parse_into<'a, S: Sink>(
     if dirty {
         let mut text = String::with_capacity(size);
         sink.write_header(&mut text);
-        return Some(text);
+        return Some(SentHeader::Built(text));
     }
     Some(header.finish())
 }
@@ -341,11 +368,11 @@ impl Sink for OtelSink {
 /// that `Baggage` and the header lens sends (which [`BaggageList::parse`](super::BaggageList::parse)
 /// turns back into the same list). `None` when it cannot (a repeated key, more than 64 members,
 /// an entry opentelemetry refuses): then the caller builds lens's list.
-pub(crate) fn parse_to_otel(
-    lines: &[&str],
+pub(crate) fn parse_to_otel<'a>(
+    lines: &[&'a str],
     limits: &Limits,
     plus_as_space: bool,
-) -> Option<(Baggage, String)> {
+) -> Option<(Baggage, SentHeader<'a>)> {
     let mut sink = OtelSink::default();
     let header = parse_into(
         lines.iter().copied(),
@@ -371,6 +398,7 @@ mod tests {
 
     fn entries(lines: &[&str], limits: &Limits) -> Option<(Vec<Entry>, String)> {
         let (otel, header) = parse_to_otel(lines, limits, false)?;
+        let header = header.into_string();
         let mut entries: Vec<_> = otel
             .iter()
             .map(|(k, (v, m))| {
