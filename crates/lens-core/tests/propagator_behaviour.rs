@@ -312,3 +312,28 @@ fn disabled_parts_are_neither_injected_nor_extracted() {
     assert!(cx.span().span_context().is_valid());
     assert!(cx.baggage().is_empty());
 }
+
+/// Extracting into a Context (docs/propagation-rules.md#extract-into-context): a baggage header
+/// without one valid member leaves the Context's baggage as it was; a header with a valid member
+/// replaces it.
+#[test]
+fn a_baggage_header_without_a_valid_member_keeps_the_contexts_baggage() {
+    let cx = Context::new().with_baggage_entry("caller", "x").unwrap();
+    let with_baggage = |header: &str| {
+        let mut carrier = HashMap::new();
+        carrier.insert("baggage".to_owned(), header.to_owned());
+        extract_context_with(&cx, &MapCarrier(&carrier))
+    };
+    for header in [",, ,", "no-equals, =v, k=\"quoted\""] {
+        let out = with_baggage(header);
+        assert_eq!(
+            out.baggage_value("caller").as_deref(),
+            Some("x"),
+            "{header}"
+        );
+        assert_eq!(injected(&out)["baggage"], "caller=x", "{header}");
+    }
+    let out = with_baggage("k=v");
+    assert_eq!(out.baggage_value("caller"), None);
+    assert_eq!(injected(&out)["baggage"], "k=v");
+}
