@@ -55,24 +55,36 @@ pub(crate) enum StoredBaggage {
     List(BaggageList),
     /// Only the header lens sends (what inject needs); the opentelemetry `Baggage` beside it
     /// holds every member, so values are read there and the ordered list is rebuilt on demand.
-    Header(String),
-    /// [`StoredBaggage::Header`] for a short header, held in the Context value itself: the
-    /// common few members cost extract no allocation of their own.
-    InlineHeader(ArrayString<INLINE_HEADER>),
+    Header(HeaderText),
+}
+
+/// The baggage header lens keeps: inside its Context value up to [`INLINE_HEADER`] bytes (the
+/// common few members cost extract no allocation of their own), else a `String`.
+#[derive(Debug, Clone)]
+pub(crate) enum HeaderText {
+    Inline(ArrayString<INLINE_HEADER>),
+    Heap(String),
 }
 
 /// Bytes of a baggage header that lens keeps inside its Context value.
 const INLINE_HEADER: usize = 128;
 
-impl StoredBaggage {
-    /// The header of a parse that opentelemetry's `Baggage` holds every member of.
-    fn header(header: SentHeader<'_>) -> StoredBaggage {
+impl HeaderText {
+    /// Keeps the header a parse gave.
+    fn of(header: SentHeader<'_>) -> HeaderText {
         match header {
             SentHeader::Slice(text) => match ArrayString::from(text) {
-                Ok(inline) => StoredBaggage::InlineHeader(inline),
-                Err(_) => StoredBaggage::Header(text.to_owned()),
+                Ok(inline) => HeaderText::Inline(inline),
+                Err(_) => HeaderText::Heap(text.to_owned()),
             },
-            SentHeader::Built(text) => StoredBaggage::Header(text),
+            SentHeader::Built(text) => HeaderText::Heap(text),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            HeaderText::Inline(text) => text,
+            HeaderText::Heap(text) => text,
         }
     }
 }
@@ -92,8 +104,7 @@ impl BaggageCopy {
     pub(crate) fn header(&self) -> &str {
         match &self.stored {
             StoredBaggage::List(list) => list.header(),
-            StoredBaggage::Header(header) => header,
-            StoredBaggage::InlineHeader(header) => header,
+            StoredBaggage::Header(header) => header.as_str(),
         }
     }
 
@@ -102,8 +113,8 @@ impl BaggageCopy {
         match &self.stored {
             StoredBaggage::List(list) => Cow::Borrowed(list),
             // The header already fits the limits it was built under: parse it back whole.
-            StoredBaggage::Header(_) | StoredBaggage::InlineHeader(_) => {
-                Cow::Owned(BaggageList::parse([self.header()], &UNBOUNDED, false))
+            StoredBaggage::Header(header) => {
+                Cow::Owned(BaggageList::parse([header.as_str()], &UNBOUNDED, false))
             }
         }
     }
@@ -126,7 +137,9 @@ pub(crate) fn extract_baggage(
     plus_as_space: bool,
 ) -> Option<(Baggage, StoredBaggage)> {
     match parse_to_otel(lines, limits, plus_as_space) {
-        Some((otel, header)) => (!header.is_empty()).then(|| (otel, StoredBaggage::header(header))),
+        Some((otel, header)) => {
+            (!header.is_empty()).then(|| (otel, StoredBaggage::Header(HeaderText::of(header))))
+        }
         None => {
             let list = BaggageList::parse(lines.iter().copied(), limits, plus_as_space);
             (!list.is_empty()).then(|| (to_otel_baggage(&list), StoredBaggage::List(list)))
@@ -276,7 +289,7 @@ impl LensContextExt for Context {
         {
             Some(StoredBaggage::List(list)) => list.get(key).map(|e| e.value().to_owned()),
             // Without a list, opentelemetry's `Baggage` holds every member.
-            Some(StoredBaggage::Header(_) | StoredBaggage::InlineHeader(_)) | None => {
+            Some(StoredBaggage::Header(_)) | None => {
                 self.baggage().get(key).map(|v| v.as_str().to_owned())
             }
         }
