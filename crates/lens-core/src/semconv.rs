@@ -65,6 +65,18 @@ pub const STATIC_TEXT_BUDGET: usize = 64 * 1024;
 /// Bytes of [`STATIC_TEXT_BUDGET`] given out so far.
 static STATIC_TEXT_USED: AtomicUsize = AtomicUsize::new(0);
 
+/// `text` made `'static` when the process has room left in [`STATIC_TEXT_BUDGET`]; `None` once
+/// the budget is spent. The one place that leaks text, so that the budget holds for every user.
+pub(crate) fn keep_static(text: &str) -> Option<&'static str> {
+    STATIC_TEXT_USED
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+            used.checked_add(text.len())
+                .filter(|&total| total <= STATIC_TEXT_BUDGET)
+        })
+        .ok()
+        .map(|_| &*Box::leak(Box::from(text)))
+}
+
 /// A text kept for attribute values that repeat ([`RepeatedText`] keeps one): `'static` while
 /// the process has room left in [`STATIC_TEXT_BUDGET`], else shared behind an `Arc<str>`.
 ///
@@ -88,14 +100,9 @@ enum Kept {
 impl KeptText {
     /// Keeps `text`: `'static` if the budget has room for it.
     pub fn new(text: &str) -> KeptText {
-        let reserved =
-            STATIC_TEXT_USED.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
-                used.checked_add(text.len())
-                    .filter(|&total| total <= STATIC_TEXT_BUDGET)
-            });
-        KeptText(match reserved {
-            Ok(_) => Kept::Static(Box::leak(Box::from(text))),
-            Err(_) => Kept::Shared(Arc::from(text)),
+        KeptText(match keep_static(text) {
+            Some(text) => Kept::Static(text),
+            None => Kept::Shared(Arc::from(text)),
         })
     }
 

@@ -63,3 +63,19 @@ fn a_short_header_is_kept_inline_and_a_longer_one_in_one_allocation_of_its_lengt
     // One more byte of value, and the header's own allocation.
     assert_eq!(own.total - inline.total, 1 + long.len());
 }
+
+/// A baggage key seen before is borrowed from lens's table of kept keys (`'static` text,
+/// bounded): it costs extract no allocation, where a key too long to keep costs one of its
+/// length. The entries read back the same either way.
+#[test]
+fn a_key_seen_before_costs_no_allocation_and_a_key_too_long_to_keep_costs_one() {
+    let kept_key = "k".repeat(64);
+    let long_key = "k".repeat(65);
+    let (kept, cx) = extract(&format!("{kept_key}=v"));
+    assert_eq!(cx.baggage_value(&kept_key).as_deref(), Some("v"));
+    let (copied, cx) = extract(&format!("{long_key}=v"));
+    assert_eq!(cx.baggage_value(&long_key).as_deref(), Some("v"));
+    assert_eq!(copied.count, kept.count + 1);
+    // Only the copy of the key: both headers are kept inline, at no cost of their own.
+    assert_eq!(copied.total - kept.total, long_key.len());
+}

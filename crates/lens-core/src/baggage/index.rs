@@ -15,7 +15,7 @@ impl KeyIndex {
     /// Lists up to this many members are searched linearly.
     const LINEAR: usize = 8;
 
-    fn hash(key: &str) -> usize {
+    pub(super) fn hash(key: &str) -> usize {
         // FNV-1a: keys are short, and the index only has to spread them, not resist attack:
         // a collision costs one more key comparison, still bounded by the member limit.
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;

@@ -29,6 +29,7 @@ use crate::Limits;
 use crate::lexical::is_token;
 
 mod index;
+mod keys;
 mod member;
 mod otel;
 mod parse;

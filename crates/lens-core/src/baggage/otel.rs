@@ -4,6 +4,7 @@
 use opentelemetry::baggage::{Baggage, BaggageMetadata};
 
 use super::BaggageList;
+use super::keys::otel_key;
 use super::member::{properties_len, write_member};
 use super::parse::OTEL_BAGGAGE_MAX;
 use crate::Limits;
@@ -113,7 +114,7 @@ pub(crate) fn to_otel_baggage(list: &BaggageList) -> Baggage {
     let mut b = Baggage::new();
     for e in list.iter().take(OTEL_BAGGAGE_MAX) {
         b.insert_with_metadata(
-            e.key().to_owned(),
+            otel_key(e.key()),
             e.value().to_owned(),
             BaggageMetadata::from(e.properties()),
         );

@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use opentelemetry::baggage::{Baggage, BaggageMetadata};
 
 use super::index::KeyIndex;
+use super::keys::otel_key;
 use super::member::{
     Scanned, ScannedMember, member_len, member_text, scan_member, write_member, write_properties,
 };
@@ -310,8 +311,8 @@ impl Sink for ListSink {
     }
 }
 
-/// Members put straight into opentelemetry's `Baggage`: one allocation per key, value and
-/// properties (what `Baggage` itself needs). Gives up on a repeated key (opentelemetry's map
+/// Members put straight into opentelemetry's `Baggage`: one allocation per value and
+/// properties (what `Baggage` itself needs), and per key unless [`otel_key`] borrows it. Gives up on a repeated key (opentelemetry's map
 /// cannot say where the key first appeared), a 65th member, or an entry opentelemetry refuses.
 /// A repeated key is found by the insert itself (the map does not grow), not by a lookup first.
 #[derive(Default)]
@@ -350,7 +351,7 @@ impl Sink for OtelSink {
             None => BaggageMetadata::default(),
         };
         self.otel
-            .insert_with_metadata(key.to_owned(), value.into_owned(), metadata);
+            .insert_with_metadata(otel_key(key), value.into_owned(), metadata);
         self.count += 1;
         self.otel.len() == self.count
     }
