@@ -224,6 +224,16 @@ fn fixture_p() {
         meaning(&stock().extract(&HeaderExtractor(&headers))),
         expected
     );
+    // A reference, not a target: the least a parser can do for these headers (one line each,
+    // the bench's shape only), reading the carrier through the same `Extractor` as lens must
+    // (every line of a header: `get_all`), then the floor's Context and a §10-shaped copy.
+    for minimal in [
+        minimal_extract::minimal_extract_lines(&map),
+        minimal_extract::minimal_extract_lines(&HeaderExtractor(&headers)),
+    ] {
+        let minimal = minimal.expect("the minimal parser reads fixture P's headers");
+        assert_eq!(meaning(&minimal), expected);
+    }
     let stock = stock();
     compare(
         "extract P, HashMap",
@@ -236,6 +246,14 @@ fn fixture_p() {
             (
                 "stock",
                 Box::new(|| drop(black_box(stock.extract(black_box(&map))))),
+            ),
+            (
+                "minimal parse + §10 copy",
+                Box::new(|| {
+                    drop(black_box(minimal_extract::minimal_extract_lines(
+                        black_box(&map),
+                    )))
+                }),
             ),
         ],
     );
@@ -257,6 +275,14 @@ fn fixture_p() {
                     drop(black_box(
                         stock.extract(&HeaderExtractor(black_box(&headers))),
                     ))
+                }),
+            ),
+            (
+                "minimal parse + §10 copy",
+                Box::new(|| {
+                    drop(black_box(minimal_extract::minimal_extract_lines(
+                        &HeaderExtractor(black_box(&headers)),
+                    )))
                 }),
             ),
         ],
