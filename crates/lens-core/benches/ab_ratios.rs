@@ -353,6 +353,8 @@ fn fixture_l() {
     for minimal in [
         minimal_extract::minimal_extract_map(&map),
         minimal_extract::minimal_extract_headers(&headers),
+        minimal_extract::minimal_extract_lines(&MapCarrier(&map)),
+        minimal_extract::minimal_extract_lines(&HeaderCarrier(&headers)),
     ] {
         let minimal = minimal.expect("the minimal parser reads the bench's headers");
         assert_eq!(meaning(&minimal), expected);
@@ -377,6 +379,14 @@ fn fixture_l() {
                     drop(black_box(minimal_extract::minimal_extract_map(black_box(
                         &map,
                     ))))
+                }),
+            ),
+            (
+                "the same via the Extractor",
+                Box::new(|| {
+                    drop(black_box(minimal_extract::minimal_extract_lines(
+                        &MapCarrier(black_box(&map)),
+                    )))
                 }),
             ),
         ],
@@ -411,6 +421,14 @@ fn fixture_l() {
                 Box::new(|| {
                     drop(black_box(minimal_extract::minimal_extract_headers(
                         black_box(&headers),
+                    )))
+                }),
+            ),
+            (
+                "the same via the Extractor",
+                Box::new(|| {
+                    drop(black_box(minimal_extract::minimal_extract_lines(
+                        &HeaderCarrier(black_box(&headers)),
                     )))
                 }),
             ),
