@@ -246,7 +246,9 @@ fn minimal_extract(traceparent: &str, tracestate: &str, baggage: &str) -> Option
 
     let with_baggage = Context::new().with_baggage(otel);
     let mut header = [0u8; 128];
-    header.get_mut(..baggage.len())?.copy_from_slice(baggage.as_bytes());
+    header
+        .get_mut(..baggage.len())?
+        .copy_from_slice(baggage.as_bytes());
     let copy = Copy {
         _baggage: (header, baggage.len()),
         _anchor: with_baggage.clone(),
