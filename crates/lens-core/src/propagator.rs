@@ -1,6 +1,7 @@
 //! [`W3cPropagator`]: W3C trace context and baggage in one `TextMapPropagator`, and the
 //! process-wide propagator behind [`inject_context`] and [`extract_context`].
 
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use opentelemetry::Context;
@@ -9,13 +10,13 @@ use opentelemetry::propagation::text_map_propagator::FieldIter;
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::{SpanContext, TraceContextExt, TraceState};
 
-use crate::Limits;
 use crate::baggage::{BaggageList, header_from_otel as baggage_header_from_otel};
 use crate::carrier::CarrierError;
 use crate::carrier::json::{JsonLines, parse_propagation_lines, write_fields};
 use crate::context::{LensState, TraceStateCopy, extract_baggage, extracted_context};
 use crate::traceparent::TraceParent;
 use crate::tracestate::{ExtractedTraceState, header_from_otel};
+use crate::{HeaderCarrier, Limits};
 
 /// Header name of the trace parent.
 pub const TRACEPARENT_HEADER: &str = "traceparent";
@@ -179,18 +180,62 @@ impl W3cPropagator {
         trace_context: bool,
         baggage: bool,
     ) {
+        self.write_parts(cx, &mut Through(injector), trace_context, baggage);
+    }
+
+    /// Injects `cx` into an `http::HeaderMap`: exactly what injecting into
+    /// [`HeaderCarrier`](crate::HeaderCarrier)`(headers)` gives (every line of a name replaced),
+    /// without a `String` for the `traceparent` (it is encoded on the stack and checked into a
+    /// `HeaderValue` as it is) or a lookup of the names. The HTTP client middleware uses it per
+    /// request.
+    ///
+    /// ```
+    /// use http::HeaderMap;
+    /// use lens_core::{LensContextExt, W3cPropagator};
+    /// use opentelemetry::Context;
+    ///
+    /// let cx = Context::new().with_baggage_entry("job", "pretrain").unwrap();
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("baggage", "stale=1".parse().unwrap());
+    /// W3cPropagator::new().inject_headers(&cx, &mut headers);
+    /// assert_eq!(headers["baggage"], "job=pretrain");
+    /// ```
+    pub fn inject_headers(&self, cx: &Context, headers: &mut http::HeaderMap) {
+        self.inject_headers_parts(cx, headers, true, true);
+    }
+
+    /// [`W3cPropagator::inject_headers`] with the parts chosen, as
+    /// [`W3cPropagator::inject_parts`] chooses them.
+    pub fn inject_headers_parts(
+        &self,
+        cx: &Context,
+        headers: &mut http::HeaderMap,
+        trace_context: bool,
+        baggage: bool,
+    ) {
+        self.write_parts(cx, &mut HeaderCarrier(headers), trace_context, baggage);
+    }
+
+    /// The one writer of trace context and baggage, into any [`Outbound`].
+    fn write_parts<O: Outbound + ?Sized>(
+        &self,
+        cx: &Context,
+        out: &mut O,
+        trace_context: bool,
+        baggage: bool,
+    ) {
         let state = LensState::of(cx);
         if trace_context && self.trace_context {
             let span = cx.span();
             let sc = span.span_context();
             if let Some(tp) = TraceParent::from_span_context(sc) {
-                injector.set(TRACEPARENT_HEADER, tp.to_header_string());
+                out.traceparent(&tp);
                 match state.and_then(|state| state.tracestate_for(sc)) {
-                    Some(list) => injector.set(TRACESTATE_HEADER, list.header().to_owned()),
+                    Some(list) => out.header(TRACESTATE_HEADER, Cow::Borrowed(list.header())),
                     // `None` for an empty `TraceState` too: no header.
                     None => {
                         if let Some(header) = header_from_otel(sc.trace_state()) {
-                            injector.set(TRACESTATE_HEADER, header);
+                            out.header(TRACESTATE_HEADER, Cow::Owned(header));
                         }
                     }
                 }
@@ -201,7 +246,7 @@ impl W3cPropagator {
                 Some(copy) => {
                     let header = copy.header();
                     if !header.is_empty() {
-                        injector.set(BAGGAGE_HEADER, header.to_owned());
+                        out.header(BAGGAGE_HEADER, Cow::Borrowed(header));
                     }
                 }
                 None => {
@@ -209,7 +254,7 @@ impl W3cPropagator {
                     if !b.is_empty() {
                         let header = baggage_header_from_otel(b, &self.limits);
                         if !header.is_empty() {
-                            injector.set(BAGGAGE_HEADER, header);
+                            out.header(BAGGAGE_HEADER, Cow::Owned(header));
                         }
                     }
                 }
@@ -527,6 +572,28 @@ pub struct HeaderLines<'a> {
     pub tracestate: &'a [&'a str],
     /// The `baggage` lines.
     pub baggage: &'a [&'a str],
+}
+
+/// Where [`W3cPropagator`] writes what it injects: any `Injector` (through [`Through`]), or an
+/// `http::HeaderMap` written directly (`carrier/header.rs`).
+pub(crate) trait Outbound {
+    /// Sets the `traceparent` of `tp`.
+    fn traceparent(&mut self, tp: &TraceParent);
+    /// Sets header `name` (one of lens's three) to `value`.
+    fn header(&mut self, name: &'static str, value: Cow<'_, str>);
+}
+
+/// An `Injector` as an [`Outbound`]: every value handed over as a `String`.
+struct Through<'a>(&'a mut dyn Injector);
+
+impl Outbound for Through<'_> {
+    fn traceparent(&mut self, tp: &TraceParent) {
+        self.0.set(TRACEPARENT_HEADER, tp.to_header_string());
+    }
+
+    fn header(&mut self, name: &'static str, value: Cow<'_, str>) {
+        self.0.set(name, value.into_owned());
+    }
 }
 
 impl TextMapPropagator for W3cPropagator {

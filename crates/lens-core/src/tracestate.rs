@@ -429,6 +429,10 @@ pub(crate) fn header_from_otel(state: &TraceState) -> Option<String> {
     // members joined. opentelemetry's non-empty keys are valid here (its grammar is a subset
     // of docs/propagation-rules.md#tracestate, but it takes an empty key); its values need the
     // full check (it allows empty ones, control characters, a trailing space).
+    // A span without a trace state (the usual case) returns before the members' array is set up.
+    if *state == TraceState::NONE {
+        return None;
+    }
     let mut members = [("", ""); INLINE_MEMBERS];
     let mut len = 0;
     let mut size = 0;

@@ -1,8 +1,12 @@
 //! `http::HeaderMap` as a carrier (docs/propagation-rules.md#carriers).
 
+use std::borrow::Cow;
+
 use http::header::{GetAll, HeaderMap, HeaderName, HeaderValue};
 use opentelemetry::propagation::{Extractor, Injector};
 
+use crate::propagator::Outbound;
+use crate::traceparent::TraceParent;
 use crate::{BAGGAGE_HEADER, TRACEPARENT_HEADER, TRACESTATE_HEADER};
 
 const TRACEPARENT: HeaderName = HeaderName::from_static(TRACEPARENT_HEADER);
@@ -109,15 +113,49 @@ impl Injector for HeaderCarrier<&mut HeaderMap> {
             },
         };
         // Reuses the String's buffer.
-        let Ok(value) = HeaderValue::try_from(value) else {
-            return;
-        };
-        // Fails only when the map is at its maximum size: drop the value rather than panic.
-        let _ = self.0.try_insert(name, value);
+        if let Ok(value) = HeaderValue::try_from(value) {
+            self.replace(name, value);
+        }
     }
 
     fn reserve(&mut self, additional: usize) {
         // A hint only: never abort on an absurd one.
         let _ = self.0.try_reserve(additional);
+    }
+}
+
+impl HeaderCarrier<&mut HeaderMap> {
+    /// Replaces every line of `name` with `value`. Fails only when the map is at its maximum
+    /// size: the value is dropped rather than a panic.
+    fn replace(&mut self, name: HeaderName, value: HeaderValue) {
+        let _ = self.0.try_insert(name, value);
+    }
+}
+
+/// What [`W3cPropagator::inject_headers`](crate::W3cPropagator::inject_headers) writes with: the
+/// rules of [`Injector::set`] above, without a `String` for the `traceparent` or a match on the
+/// name.
+impl Outbound for HeaderCarrier<&mut HeaderMap> {
+    fn traceparent(&mut self, tp: &TraceParent) {
+        // ASCII only, so always a valid value; checked all the same rather than assumed.
+        if let Ok(value) = HeaderValue::from_bytes(&tp.encode()) {
+            self.replace(TRACEPARENT, value);
+        }
+    }
+
+    fn header(&mut self, name: &'static str, value: Cow<'_, str>) {
+        let name = match name {
+            TRACEPARENT_HEADER => TRACEPARENT,
+            TRACESTATE_HEADER => TRACESTATE,
+            _ => BAGGAGE,
+        };
+        let value = match value {
+            Cow::Borrowed(text) => HeaderValue::from_str(text),
+            // Reuses the String's buffer.
+            Cow::Owned(text) => HeaderValue::try_from(text),
+        };
+        if let Ok(value) = value {
+            self.replace(name, value);
+        }
     }
 }
