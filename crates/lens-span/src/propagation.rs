@@ -20,6 +20,17 @@ pub trait HeaderInjector {
     fn headers_mut(&mut self) -> &mut HeaderMap;
     /// The carrier, to inject through (with its own rules for names and values).
     fn injector(&mut self) -> &mut dyn Injector;
+    /// Injects the parts chosen with lens's propagator `propagator`: through
+    /// [`HeaderInjector::injector`], unless the carrier has a faster way to the same headers.
+    fn inject_lens(
+        &mut self,
+        propagator: &W3cPropagator,
+        cx: &Context,
+        trace_context: bool,
+        baggage: bool,
+    ) {
+        propagator.inject_parts(cx, self.injector(), trace_context, baggage);
+    }
 }
 
 impl HeaderInjector for lens_core::HeaderCarrier<&mut HeaderMap> {
@@ -28,6 +39,17 @@ impl HeaderInjector for lens_core::HeaderCarrier<&mut HeaderMap> {
     }
     fn injector(&mut self) -> &mut dyn Injector {
         self
+    }
+    /// [`W3cPropagator::inject_headers_parts`]: the same headers, without a `String` for the
+    /// `traceparent`.
+    fn inject_lens(
+        &mut self,
+        propagator: &W3cPropagator,
+        cx: &Context,
+        trace_context: bool,
+        baggage: bool,
+    ) {
+        propagator.inject_headers_parts(cx, self.0, trace_context, baggage);
     }
 }
 
@@ -126,12 +148,7 @@ impl Propagation {
                     headers.remove(&TRACEPARENT);
                     headers.remove(&TRACESTATE);
                 }
-                p.inject_parts(
-                    cx,
-                    carrier.injector(),
-                    decision.trace_context,
-                    decision.baggage,
-                );
+                carrier.inject_lens(p, cx, decision.trace_context, decision.baggage);
             }
             None => opentelemetry::global::get_text_map_propagator(|p| {
                 let headers = carrier.headers_mut();
