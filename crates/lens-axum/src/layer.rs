@@ -325,15 +325,15 @@ fn default_span_name(method: &Method, route: Option<&str>, memos: &Memos) -> Cow
 }
 
 /// `host[:port]` from the Host header (HTTP/1.1) or the URI authority (HTTP/2).
-fn server_host_port<'a>(info: &RequestInfo<'a>) -> Option<(&'a str, Option<u16>)> {
-    let authority = match info.uri.authority() {
-        Some(a) => a.as_str(),
-        None => info.headers.get(HOST)?.to_str().ok()?,
-    };
-    split_host_port(authority)
+fn server_authority<'a>(info: &RequestInfo<'a>) -> Option<&'a str> {
+    match info.uri.authority() {
+        Some(a) => Some(a.as_str()),
+        None => info.headers.get(HOST)?.to_str().ok(),
+    }
 }
 
-fn split_host_port(authority: &str) -> Option<(&str, Option<u16>)> {
+/// The host and the port of an authority (`user@host:port`, `[v6]:port`, `host`).
+pub(crate) fn split_host_port(authority: &str) -> Option<(&str, Option<u16>)> {
     // Backwards byte scans: on an authority's few bytes they cost a fraction of the `memrchr`
     // that `rsplit_once` sets up. `@` and `:` are ASCII, so the indices are char boundaries.
     let authority = match authority.bytes().rposition(|b| b == b'@') {
@@ -387,8 +387,8 @@ fn request_attributes(
         _ => "http",
     };
     attrs.push(KeyValue::new(URL_SCHEME, scheme));
-    if let Some((host, port)) = server_host_port(info) {
-        attrs.push(KeyValue::new(SERVER_ADDRESS, memos.host(host)));
+    if let Some((host, port)) = server_authority(info).and_then(|a| memos.server(a)) {
+        attrs.push(KeyValue::new(SERVER_ADDRESS, host));
         let port = port.unwrap_or(if scheme == "https" { 443 } else { 80 });
         attrs.push(KeyValue::new(SERVER_PORT, i64::from(port)));
     }
@@ -403,8 +403,12 @@ fn request_attributes(
     if let Some(v) = version {
         attrs.push(KeyValue::new(NETWORK_PROTOCOL_VERSION, v));
     }
-    if let Some(ua) = info.headers.get(USER_AGENT).and_then(|v| v.to_str().ok()) {
-        attrs.push(KeyValue::new(USER_AGENT_ORIGINAL, memos.user_agent(ua)));
+    if let Some(ua) = info
+        .headers
+        .get(USER_AGENT)
+        .and_then(|v| memos.user_agent(v))
+    {
+        attrs.push(KeyValue::new(USER_AGENT_ORIGINAL, ua));
     }
     if let Some(peer) = peer {
         attrs.push(KeyValue::new(CLIENT_ADDRESS, memos.peer(peer.ip())));

@@ -12,18 +12,29 @@ use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::OnceLock;
 
+use http::HeaderValue;
 use lens_core::semconv::{KeptText, RepeatedText};
 use opentelemetry::Value;
+
+use crate::layer::split_host_port;
 
 /// The first route, server address, client address, user agent and default span name a service
 /// saw.
 #[derive(Debug, Default)]
 pub(crate) struct Memos {
     route: RepeatedText,
-    host: RepeatedText,
+    server: OnceLock<Server>,
     peer: OnceLock<(IpAddr, KeptText)>,
-    user_agent: RepeatedText,
+    user_agent: OnceLock<KeptText>,
     span_name: OnceLock<KeptText>,
+}
+
+/// The first authority (`host[:port]`) a service saw, split once: the same authority again costs
+/// a comparison instead of the scans and the port parse.
+#[derive(Debug)]
+struct Server {
+    authority: Box<str>,
+    split: Option<(KeptText, Option<u16>)>,
 }
 
 impl Memos {
@@ -49,14 +60,37 @@ impl Memos {
         self.route.value(route)
     }
 
-    /// `server.address`.
-    pub(crate) fn host(&self, host: &str) -> Value {
-        self.host.value(host)
+    /// `server.address` and the port of `authority` (`host[:port]`, see [`split_host_port`]).
+    pub(crate) fn server(&self, authority: &str) -> Option<(Value, Option<u16>)> {
+        let first = self.server.get_or_init(|| Server {
+            authority: authority.into(),
+            split: split_host_port(authority).map(|(host, port)| (KeptText::new(host), port)),
+        });
+        if *first.authority == *authority {
+            return first
+                .split
+                .as_ref()
+                .map(|(host, port)| (host.value(), *port));
+        }
+        let (host, port) = split_host_port(authority)?;
+        Some((Value::from(host.to_owned()), port))
     }
 
-    /// `user_agent.original`.
-    pub(crate) fn user_agent(&self, user_agent: &str) -> Value {
-        self.user_agent.value(user_agent)
+    /// `user_agent.original`, when the header is visible ASCII. The first one is kept: the same
+    /// bytes again are that text, without checking them once more.
+    pub(crate) fn user_agent(&self, header: &HeaderValue) -> Option<Value> {
+        if let Some(kept) = self.user_agent.get()
+            && kept.as_str().as_bytes() == header.as_bytes()
+        {
+            return Some(kept.value());
+        }
+        let text = header.to_str().ok()?;
+        let kept = self.user_agent.get_or_init(|| KeptText::new(text));
+        Some(if kept.as_str() == text {
+            kept.value()
+        } else {
+            Value::from(text.to_owned())
+        })
     }
 
     /// `client.address`: the text of `ip` (an IPv4-mapped IPv6 address as IPv4).
@@ -121,8 +155,9 @@ fn ipv4_string(ip: Ipv4Addr) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::panic)]
+    #![allow(clippy::panic, clippy::unwrap_used)]
     use super::{Memos, ip_string};
+    use http::HeaderValue;
     use opentelemetry::Value;
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -180,11 +215,22 @@ mod tests {
     #[test]
     fn each_kind_keeps_its_own_first_value() {
         let memos = Memos::default();
-        assert_eq!(text(&memos.host("a.example")), "a.example");
+        let server = |authority| {
+            let (host, port) = memos.server(authority).unwrap();
+            (text(&host).to_owned(), port)
+        };
+        assert_eq!(server("a.example:81"), ("a.example".to_owned(), Some(81)));
+        assert_eq!(server("a.example:81"), ("a.example".to_owned(), Some(81)));
+        assert_eq!(server("b.example"), ("b.example".to_owned(), None));
+        assert_eq!(server("[::1]:9"), ("::1".to_owned(), Some(9)));
+        assert!(memos.server("").is_none());
         assert_eq!(text(&memos.route("/users/{id}")), "/users/{id}");
-        assert_eq!(text(&memos.user_agent("ua/1")), "ua/1");
+        let ua = |bytes: &'static [u8]| memos.user_agent(&HeaderValue::from_bytes(bytes).unwrap());
+        assert_eq!(text(&ua(b"ua/1").unwrap()), "ua/1");
+        assert_eq!(text(&ua(b"ua/1").unwrap()), "ua/1");
         assert_eq!(text(&memos.route("/other")), "/other");
-        assert_eq!(text(&memos.user_agent("ua/2")), "ua/2");
+        assert_eq!(text(&ua(b"ua/2").unwrap()), "ua/2");
+        assert!(ua(b"caf\xe9").is_none(), "not visible ASCII");
 
         let ptr = |v: &Value| match v {
             Value::String(s) => s.as_str().as_ptr(),
