@@ -34,7 +34,7 @@ const REQUESTS: usize = 2048;
 /// Rounds of the alternated comparison: a whole number of balanced blocks for both groups (five
 /// server variants balance in 10 rounds, four client variants in 4), and enough that the
 /// median of the per-round ratios moves by about a point from run to run.
-const ROUNDS: usize = 100;
+const ROUNDS: usize = 200;
 /// Unmeasured requests per variant before anything is measured (connections, caches).
 const WARM_UP: usize = 4096;
 
