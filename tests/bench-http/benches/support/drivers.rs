@@ -284,7 +284,10 @@ pub(crate) fn span_floor_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
     vec![
         axum_driver(
             "axum_span_floor",
-            hello().layer(span_floor::SpanFloorLayer(provider.tracer("bench"))),
+            hello().layer(span_floor::SpanFloorLayer {
+                tracer: provider.tracer("bench"),
+                attributes: false,
+            }),
         ),
         reqwest_driver("reqwest_span_floor", client, parent.clone()),
         reqwest_driver("reqwest_plain_client", plain, parent),

@@ -192,8 +192,8 @@ pub(crate) fn instrumentation_tower_layer() -> (
     (layer, provider)
 }
 
-/// Bare axum (the baseline), axum + the span floor (a reference: `support/span_floor.rs`),
-/// axum + `ServerLayer`, axum + opentelemetry-instrumentation-tower's layer, axum +
+/// Bare axum (the baseline), axum + the span floor and the span floor with the conventions'
+/// attribute vector (two references: `support/span_floor.rs`), axum + `ServerLayer`, axum + opentelemetry-instrumentation-tower's layer, axum +
 /// axum-tracing-opentelemetry's layers. Which of them are built is
 /// chosen by `names` (all when empty).
 pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Variant> {
@@ -213,11 +213,31 @@ pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
     }
     if wanted("span_floor") {
         let (tracer, provider) = tracer("span-floor-server");
-        let layer = span_floor::SpanFloorLayer(tracer);
+        let layer = span_floor::SpanFloorLayer {
+            tracer,
+            attributes: false,
+        };
         let addr = rt.block_on(serve(hello().layer(layer)));
         out.push(variant(
             rt,
             "span_floor",
+            client_builder().build(),
+            addr,
+            Context::new(),
+            true,
+            Some(provider),
+        ));
+    }
+    if wanted("floor_with_attributes") {
+        let (tracer, provider) = tracer("span-floor-attributes");
+        let layer = span_floor::SpanFloorLayer {
+            tracer,
+            attributes: true,
+        };
+        let addr = rt.block_on(serve(hello().layer(layer)));
+        out.push(variant(
+            rt,
+            "floor_with_attributes",
             client_builder().build(),
             addr,
             Context::new(),
