@@ -12,8 +12,7 @@ use std::task::{Context as TaskContext, Poll, ready};
 use axum::extract::MatchedPath;
 use http::header::{HOST, HeaderName, HeaderValue, USER_AGENT};
 use http::{HeaderMap, Method, Request, Response, StatusCode, Uri, Version};
-use lens_core::HeaderCarrier;
-use lens_core::policy::{InboundPolicy, InboundRequest};
+use lens_core::policy::InboundPolicy;
 use lens_core::semconv::known_http_method;
 use lens_core::traceresponse::{TRACERESPONSE_HEADER, TraceResponse};
 use lens_span::classify::{HttpServerErrors, Outcome};
@@ -21,7 +20,6 @@ use lens_span::lifecycle::ResponseAttributesFn;
 use lens_span::redact::redacted_query;
 use lens_span::{Adapter, AtLastFrame, LiveSpan, SpanOptions, TracedBody, httpconv, poll_in};
 use opentelemetry::KeyValue;
-use opentelemetry::trace::{SpanBuilder, SpanKind};
 use opentelemetry_semantic_conventions::attribute::{
     CLIENT_ADDRESS, HTTP_ROUTE, NETWORK_PROTOCOL_VERSION, SERVER_ADDRESS, SERVER_PORT, URL_PATH,
     URL_QUERY, URL_SCHEME, USER_AGENT_ORIGINAL,
@@ -204,33 +202,17 @@ where
         }
 
         let peer = peer_addr(&req);
-        let carrier = HeaderCarrier(req.headers());
-        // `from_headers`: lens-core reads the HeaderMap directly (static names, no Vec per header).
-        let mut inbound_req = InboundRequest::from_headers(&carrier);
-        if let Some(peer) = peer {
-            inbound_req = inbound_req.with_peer(peer.ip());
-        }
-        let inbound = options.propagation.extract(&options.policy, &inbound_req);
+        let inbound = options.extract_inbound(req.headers(), peer.map(|p| p.ip()));
 
         let name = options.span_name(&info, || default_span_name(info.method, route, &self.memos));
         let mut attributes = request_attributes(&info, peer, &self.memos);
         options.request_attributes(&info, &mut attributes);
-        // The fields set directly: `with_attributes` would collect the vector again.
-        let builder = SpanBuilder {
-            name,
-            span_kind: Some(SpanKind::Server),
-            attributes: Some(attributes),
-            ..SpanBuilder::default()
-        };
-        let span = options.start_inbound(builder, inbound);
+        let span = options.start_server(name, attributes, inbound);
 
         // No request extension for handlers: `RequestContext` reads the current Context, which
         // is the span's around `call` and every poll of the inner future (an extension would cost
         // a box and, under axum's router, the growth of the extension map on every request).
-        let inner = {
-            let _guard = span.attach();
-            self.inner.call(req)
-        };
+        let inner = span.in_scope(|| self.inner.call(req));
         ResponseFuture {
             inner,
             span: Some(span),

@@ -15,7 +15,6 @@ use lens_core::semconv::RepeatedText;
 use lens_span::classify::{HttpClientErrors, Outcome};
 use lens_span::lifecycle::ResponseAttributesFn;
 use lens_span::{Adapter, LiveSpan, Propagation, SpanOptions, httpconv, poll_in};
-use opentelemetry::trace::{SpanBuilder, SpanKind};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_semantic_conventions::attribute::{
     HTTP_REQUEST_RESEND_COUNT, SERVER_ADDRESS, SERVER_PORT, URL_FULL,
@@ -191,14 +190,8 @@ impl ClientMiddleware {
             ));
         }
         options.request_attributes(req, &mut attributes);
-        // The fields set directly: `with_attributes` would collect the vector again.
-        let builder = SpanBuilder {
-            name: options.span_name(req, || Cow::Borrowed(method.unwrap_or("HTTP"))),
-            span_kind: Some(SpanKind::Client),
-            attributes: Some(attributes),
-            ..SpanBuilder::default()
-        };
-        let span = options.start(builder, parent);
+        let name = options.span_name(req, || Cow::Borrowed(method.unwrap_or("HTTP")));
+        let span = options.start_client(name, attributes, parent);
         if filter.inject {
             options.propagation.inject(
                 decision,

@@ -3,11 +3,10 @@
 //! its framework's glue.
 //!
 //! ```
-//! use lens_core::policy::{InboundPolicy, InboundRequest};
-//! use lens_core::HeaderCarrier;
+//! use lens_core::policy::InboundPolicy;
 //! use lens_span::classify::HttpServerErrors;
 //! use lens_span::{Adapter, SpanOptions, httpconv};
-//! use opentelemetry::trace::{SpanBuilder, SpanKind, TracerProvider};
+//! use opentelemetry::trace::{TraceContextExt, TracerProvider};
 //! use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 //!
 //! // What the hooks of this (made-up) adapter see.
@@ -27,17 +26,14 @@
 //!     .body(())
 //!     .unwrap();
 //! // Start: the policy decides, the propagator extracts, the span starts under the parent.
-//! let carrier = HeaderCarrier(request.headers());
-//! let inbound = options.propagation.extract(&options.policy, &InboundRequest::from_headers(&carrier));
+//! let inbound = options.extract_inbound(request.headers(), None);
 //! let mut attributes = Vec::new();
 //! httpconv::push_method(&mut attributes, request.method());
-//! let builder = SpanBuilder {
-//!     name: options.span_name(&request, || "GET".into()),
-//!     span_kind: Some(SpanKind::Server),
-//!     attributes: Some(attributes),
-//!     ..SpanBuilder::default()
-//! };
-//! let span = options.start_inbound(builder, inbound);
+//! let name = options.span_name(&request, || "GET".into());
+//! let span = options.start_server(name, attributes, inbound);
+//! // The service's work, with the span's Context current.
+//! let traced = span.in_scope(|| opentelemetry::Context::current().has_active_span());
+//! assert!(traced);
 //! // Classify and end.
 //! httpconv::record_status(&span, http::StatusCode::BAD_GATEWAY, &HttpServerErrors);
 //! span.end();

@@ -4,13 +4,16 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::net::IpAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Poll;
 
-use lens_core::policy::InboundContext;
+use http::HeaderMap;
+use lens_core::HeaderCarrier;
+use lens_core::policy::{InboundContext, InboundPolicy, InboundRequest};
 use lens_core::random_flag::SpanStarter;
-use opentelemetry::trace::{Link, SpanBuilder, SpanRef, Status, TraceContextExt, Tracer};
+use opentelemetry::trace::{Link, SpanBuilder, SpanKind, SpanRef, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, ContextGuard, KeyValue};
 use opentelemetry_semantic_conventions::attribute::ERROR_TYPE;
 
@@ -220,6 +223,56 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         }
         self.start(builder, &inbound.parent)
     }
+
+    /// Starts a SERVER span named `name` with `attributes` from what the inbound policy let
+    /// through ([`SpanOptions::start_inbound`]).
+    #[inline]
+    pub fn start_server(
+        &self,
+        name: Cow<'static, str>,
+        attributes: Vec<KeyValue>,
+        inbound: InboundContext,
+    ) -> LiveSpan {
+        self.start_inbound(builder(name, SpanKind::Server, attributes), inbound)
+    }
+
+    /// Starts a CLIENT span named `name` with `attributes` under `parent`
+    /// ([`SpanOptions::start`]).
+    #[inline]
+    pub fn start_client(
+        &self,
+        name: Cow<'static, str>,
+        attributes: Vec<KeyValue>,
+        parent: &Context,
+    ) -> LiveSpan {
+        self.start(builder(name, SpanKind::Client, attributes), parent)
+    }
+}
+
+impl<A: Adapter> SpanOptions<A, InboundPolicy> {
+    /// Decides with the inbound policy and extracts what it allows from a request's `headers`
+    /// (`peer`: the address the request came from, for policies that trust by network).
+    #[inline]
+    pub fn extract_inbound(&self, headers: &HeaderMap, peer: Option<IpAddr>) -> InboundContext {
+        let carrier = HeaderCarrier(headers);
+        // `from_headers`: lens-core reads the HeaderMap directly (static names, no Vec per header).
+        let mut request = InboundRequest::from_headers(&carrier);
+        if let Some(peer) = peer {
+            request = request.with_peer(peer);
+        }
+        self.propagation.extract(&self.policy, &request)
+    }
+}
+
+/// A builder with the fields set directly: `with_attributes` would collect the vector again.
+#[inline]
+fn builder(name: Cow<'static, str>, kind: SpanKind, attributes: Vec<KeyValue>) -> SpanBuilder {
+    SpanBuilder {
+        name,
+        span_kind: Some(kind),
+        attributes: Some(attributes),
+        ..SpanBuilder::default()
+    }
 }
 
 /// A started span until it ends: ends when [`LiveSpan::end`] or [`LiveSpan::end_with`] is
@@ -249,6 +302,14 @@ impl LiveSpan {
     /// Makes the span's Context current until the guard is dropped.
     pub fn attach(&self) -> ContextGuard {
         self.cx.clone().attach()
+    }
+
+    /// Runs `f` with the span's Context current (a service's `call`, which may do work of its
+    /// own before it returns its future).
+    #[inline]
+    pub fn in_scope<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _guard = self.attach();
+        f()
     }
 
     /// Records `outcome`: on a failure, `error.type` and status Error.

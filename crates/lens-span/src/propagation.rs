@@ -20,16 +20,10 @@ pub trait HeaderInjector {
     fn headers_mut(&mut self) -> &mut HeaderMap;
     /// The carrier, to inject through (with its own rules for names and values).
     fn injector(&mut self) -> &mut dyn Injector;
-    /// Injects the parts chosen with lens's propagator `propagator`: through
+    /// Injects the parts chosen with lens's propagator `lens`: through
     /// [`HeaderInjector::injector`], unless the carrier has a faster way to the same headers.
-    fn inject_lens(
-        &mut self,
-        propagator: &W3cPropagator,
-        cx: &Context,
-        trace_context: bool,
-        baggage: bool,
-    ) {
-        propagator.inject_parts(cx, self.injector(), trace_context, baggage);
+    fn inject_lens(&mut self, lens: &W3cPropagator, cx: &Context, parts: OutboundDecision) {
+        lens.inject_parts(cx, self.injector(), parts.trace_context, parts.baggage);
     }
 }
 
@@ -42,14 +36,8 @@ impl HeaderInjector for lens_core::HeaderCarrier<&mut HeaderMap> {
     }
     /// [`W3cPropagator::inject_headers_parts`]: the same headers, without a `String` for the
     /// `traceparent`.
-    fn inject_lens(
-        &mut self,
-        propagator: &W3cPropagator,
-        cx: &Context,
-        trace_context: bool,
-        baggage: bool,
-    ) {
-        propagator.inject_headers_parts(cx, self.0, trace_context, baggage);
+    fn inject_lens(&mut self, lens: &W3cPropagator, cx: &Context, parts: OutboundDecision) {
+        lens.inject_headers_parts(cx, self.0, parts.trace_context, parts.baggage);
     }
 }
 
@@ -148,7 +136,7 @@ impl Propagation {
                     headers.remove(&TRACEPARENT);
                     headers.remove(&TRACESTATE);
                 }
-                carrier.inject_lens(p, cx, decision.trace_context, decision.baggage);
+                carrier.inject_lens(p, cx, decision);
             }
             None => opentelemetry::global::get_text_map_propagator(|p| {
                 let headers = carrier.headers_mut();

@@ -9,7 +9,6 @@ use lens_core::policy::{OutboundDecision, OutboundPolicy};
 use lens_span::{FilterDecision, HeaderInjector, Propagation};
 use opentelemetry::Context;
 use opentelemetry::propagation::Injector;
-use opentelemetry::trace::{SpanBuilder, SpanKind};
 use tonic::metadata::MetadataMap;
 use tonic::service::Interceptor;
 use tower_service::Service;
@@ -245,13 +244,8 @@ where
         let mut attributes = config.rpc_attributes(&method);
         push_server_address(&mut attributes, host, port);
         options.request_attributes(&info, &mut attributes);
-        let builder = SpanBuilder {
-            name: options.span_name(&info, || method.span_name()),
-            span_kind: Some(SpanKind::Client),
-            attributes: Some(attributes),
-            ..SpanBuilder::default()
-        };
-        let span = Context::map_current(|parent| options.start(builder, parent));
+        let name = options.span_name(&info, || method.span_name());
+        let span = Context::map_current(|parent| options.start_client(name, attributes, parent));
         if filter.inject {
             options.propagation.inject(
                 decision,

@@ -5,10 +5,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
-use lens_core::HeaderCarrier;
-use lens_core::policy::{InboundPolicy, InboundRequest};
+use lens_core::policy::InboundPolicy;
 use opentelemetry::KeyValue;
-use opentelemetry::trace::{SpanBuilder, SpanKind};
 use tower_service::Service;
 
 use crate::RequestInfo;
@@ -130,32 +128,15 @@ where
             return ResponseFuture::untraced(self.inner.call(request));
         }
         let (peer, local) = connect_info(&request);
-        let inbound = {
-            let carrier = HeaderCarrier(request.headers());
-            let mut inbound_request = InboundRequest::from_headers(&carrier);
-            if let Some(peer) = peer {
-                inbound_request = inbound_request.with_peer(peer.ip());
-            }
-            options
-                .propagation
-                .extract(&options.policy, &inbound_request)
-        };
+        let inbound = options.extract_inbound(request.headers(), peer.map(|p| p.ip()));
 
         let mut attributes = config.rpc_attributes(&method);
         server_address(&request, local, &mut attributes);
         options.request_attributes(&info, &mut attributes);
-        let builder = SpanBuilder {
-            name: options.span_name(&info, || method.span_name()),
-            span_kind: Some(SpanKind::Server),
-            attributes: Some(attributes),
-            ..SpanBuilder::default()
-        };
-        let span = options.start_inbound(builder, inbound);
+        let name = options.span_name(&info, || method.span_name());
+        let span = options.start_server(name, attributes, inbound);
 
-        let future = {
-            let _guard = span.attach();
-            self.inner.call(request)
-        };
+        let future = span.in_scope(|| self.inner.call(request));
         ResponseFuture::new(future, span, config.call_end(SpanSide::Server))
     }
 }
