@@ -19,28 +19,21 @@ use opentelemetry::Value;
 pub fn known_http_method(method: &Method) -> Option<&'static str> {
     // `Method` equality on the standard methods compares a tag, where a match on `as_str()`
     // compares strings (this runs once or twice per request in every HTTP adapter).
-    let name = if *method == Method::GET {
-        "GET"
-    } else if *method == Method::POST {
-        "POST"
-    } else if *method == Method::PUT {
-        "PUT"
-    } else if *method == Method::DELETE {
-        "DELETE"
-    } else if *method == Method::HEAD {
-        "HEAD"
-    } else if *method == Method::OPTIONS {
-        "OPTIONS"
-    } else if *method == Method::PATCH {
-        "PATCH"
-    } else if *method == Method::CONNECT {
-        "CONNECT"
-    } else if *method == Method::TRACE {
-        "TRACE"
-    } else {
-        return None;
-    };
-    Some(name)
+    static KNOWN: [(Method, &str); 9] = [
+        (Method::GET, "GET"),
+        (Method::POST, "POST"),
+        (Method::PUT, "PUT"),
+        (Method::DELETE, "DELETE"),
+        (Method::HEAD, "HEAD"),
+        (Method::OPTIONS, "OPTIONS"),
+        (Method::PATCH, "PATCH"),
+        (Method::CONNECT, "CONNECT"),
+        (Method::TRACE, "TRACE"),
+    ];
+    KNOWN
+        .iter()
+        .find(|(known, _)| known == method)
+        .map(|(_, name)| *name)
 }
 
 /// An attribute value that usually repeats from request to request (a server address, a route,
