@@ -192,101 +192,78 @@ pub(crate) fn instrumentation_tower_layer() -> (
     (layer, provider)
 }
 
+/// A server variant: `router` on its own listener, loaded by its own client with a sampled
+/// `traceparent` on every request.
+fn server_variant(
+    rt: &'static Runtime,
+    name: &'static str,
+    router: axum::Router,
+    provider: Option<SdkTracerProvider>,
+) -> Variant {
+    let addr = rt.block_on(serve(router));
+    variant(
+        rt,
+        name,
+        client_builder().build(),
+        addr,
+        Context::new(),
+        true,
+        provider,
+    )
+}
+
 /// Bare axum (the baseline), axum + the span floor and the span floor with the conventions'
-/// attribute vector (two references: `support/span_floor.rs`), axum + `ServerLayer`, axum + opentelemetry-instrumentation-tower's layer, axum +
-/// axum-tracing-opentelemetry's layers. Which of them are built is
-/// chosen by `names` (all when empty).
+/// attribute vector (two references: `support/span_floor.rs`), axum + `ServerLayer`, axum +
+/// opentelemetry-instrumentation-tower's layer, axum + axum-tracing-opentelemetry's layers.
+/// Which of them are built is chosen by `names` (all when empty).
 pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Variant> {
     let wanted = |n: &str| names.is_empty() || names.contains(&n);
     let mut out = Vec::new();
     if wanted("bare_axum") {
-        let addr = rt.block_on(serve(hello()));
-        out.push(variant(
-            rt,
-            "bare_axum",
-            client_builder().build(),
-            addr,
-            Context::new(),
-            true,
-            None,
-        ));
+        out.push(server_variant(rt, "bare_axum", hello(), None));
     }
-    if wanted("span_floor") {
-        let (tracer, provider) = tracer("span-floor-server");
-        let layer = span_floor::SpanFloorLayer {
-            tracer,
-            attributes: false,
-        };
-        let addr = rt.block_on(serve(hello().layer(layer)));
-        out.push(variant(
-            rt,
-            "span_floor",
-            client_builder().build(),
-            addr,
-            Context::new(),
-            true,
-            Some(provider),
-        ));
-    }
-    if wanted("floor_with_attributes") {
-        let (tracer, provider) = tracer("span-floor-attributes");
-        let layer = span_floor::SpanFloorLayer {
-            tracer,
-            attributes: true,
-        };
-        let addr = rt.block_on(serve(hello().layer(layer)));
-        out.push(variant(
-            rt,
-            "floor_with_attributes",
-            client_builder().build(),
-            addr,
-            Context::new(),
-            true,
-            Some(provider),
-        ));
+    for (name, attributes) in [("span_floor", false), ("floor_with_attributes", true)] {
+        if wanted(name) {
+            let (tracer, provider) = tracer(name);
+            let layer = span_floor::SpanFloorLayer { tracer, attributes };
+            out.push(server_variant(
+                rt,
+                name,
+                hello().layer(layer),
+                Some(provider),
+            ));
+        }
     }
     if wanted("lens_layer") {
         let (tracer, provider) = tracer("lens-axum");
         let layer = ServerLayer::new().with_tracer(tracer);
-        let addr = rt.block_on(serve(hello().layer(layer)));
-        out.push(variant(
+        out.push(server_variant(
             rt,
             "lens_layer",
-            client_builder().build(),
-            addr,
-            Context::new(),
-            true,
+            hello().layer(layer),
             Some(provider),
         ));
     }
     if wanted("otel_instrumentation_tower") {
         let (layer, provider) = instrumentation_tower_layer();
-        let addr = rt.block_on(serve(hello().layer(layer)));
-        out.push(variant(
+        let router = hello().layer(layer);
+        out.push(server_variant(
             rt,
             "otel_instrumentation_tower",
-            client_builder().build(),
-            addr,
-            Context::new(),
-            true,
+            router,
             Some(provider),
         ));
     }
     if wanted("axum_tracing_opentelemetry") {
         let (tracer, provider) = tracer("axum-tracing-opentelemetry");
         install_tracing_subscriber(tracer);
-        let addr = rt.block_on(serve(
-            hello()
-                .layer(axum_tracing_opentelemetry::middleware::OtelInResponseLayer)
-                .layer(axum_tracing_opentelemetry::middleware::OtelAxumLayer::default()),
-        ));
-        out.push(variant(
+        let router = hello()
+            .layer(axum_tracing_opentelemetry::middleware::OtelInResponseLayer)
+            .layer(axum_tracing_opentelemetry::middleware::OtelAxumLayer::default());
+        out.push(server_variant(
             rt,
             "axum_tracing_opentelemetry",
-            client_builder().build(),
-            addr,
-            Context::new(),
-            true,
+            router,
             Some(provider),
         ));
     }
