@@ -306,12 +306,22 @@ fn default_span_name(method: &Method, route: Option<&str>, memos: &Memos) -> Cow
     }
 }
 
-/// `host[:port]` from the Host header (HTTP/1.1) or the URI authority (HTTP/2).
-fn server_authority<'a>(info: &RequestInfo<'a>) -> Option<&'a str> {
-    match info.uri.authority() {
-        Some(a) => Some(a.as_str()),
-        None => info.headers.get(HOST)?.to_str().ok(),
+/// The first `Host` and `User-Agent` lines: one pass over a request's few headers (a standard
+/// name compares as a tag), two hashed lookups in a map of many.
+fn host_and_user_agent(headers: &HeaderMap) -> (Option<&HeaderValue>, Option<&HeaderValue>) {
+    const SCAN_HEADER_NAMES: usize = 16;
+    if headers.keys_len() > SCAN_HEADER_NAMES {
+        return (headers.get(HOST), headers.get(USER_AGENT));
     }
+    let (mut host, mut user_agent) = (None, None);
+    for (name, value) in headers {
+        if *name == HOST {
+            host.get_or_insert(value);
+        } else if *name == USER_AGENT {
+            user_agent.get_or_insert(value);
+        }
+    }
+    (host, user_agent)
 }
 
 /// The host and the port of an authority (`user@host:port`, `[v6]:port`, `host`).
@@ -369,7 +379,13 @@ fn request_attributes(
         _ => "http",
     };
     attrs.push(KeyValue::new(URL_SCHEME, scheme));
-    if let Some((host, port)) = server_authority(info).and_then(|a| memos.server(a)) {
+    let (host_header, user_agent) = host_and_user_agent(info.headers);
+    // `host[:port]`: the URI authority (HTTP/2), else the Host header (HTTP/1.1).
+    let authority = match info.uri.authority() {
+        Some(authority) => Some(authority.as_str().as_bytes()),
+        None => host_header.map(HeaderValue::as_bytes),
+    };
+    if let Some((host, port)) = authority.and_then(|a| memos.server(a)) {
         attrs.push(KeyValue::new(SERVER_ADDRESS, host));
         let port = port.unwrap_or(if scheme == "https" { 443 } else { 80 });
         attrs.push(KeyValue::new(SERVER_PORT, i64::from(port)));
@@ -385,11 +401,7 @@ fn request_attributes(
     if let Some(v) = version {
         attrs.push(KeyValue::new(NETWORK_PROTOCOL_VERSION, v));
     }
-    if let Some(ua) = info
-        .headers
-        .get(USER_AGENT)
-        .and_then(|v| memos.user_agent(v))
-    {
+    if let Some(ua) = user_agent.and_then(|v| memos.user_agent(v)) {
         attrs.push(KeyValue::new(USER_AGENT_ORIGINAL, ua));
     }
     if let Some(peer) = peer {
@@ -400,7 +412,39 @@ fn request_attributes(
 
 #[cfg(test)]
 mod tests {
-    use super::split_host_port;
+    use super::{host_and_user_agent, split_host_port};
+    use http::{HeaderMap, HeaderName, HeaderValue};
+
+    /// The first line of each, whether the map is read in one pass or by lookups.
+    #[test]
+    fn host_and_user_agent_are_the_first_lines() {
+        for others in [0, 3, 40] {
+            let mut headers = HeaderMap::new();
+            for i in 0..others {
+                let name = HeaderName::from_bytes(format!("x-other-{i}").as_bytes());
+                headers.append(
+                    name.unwrap_or(HeaderName::from_static("x")),
+                    HeaderValue::from_static("1"),
+                );
+            }
+            headers.append("user-agent", HeaderValue::from_static("ua/1"));
+            headers.append("host", HeaderValue::from_static("a.example:81"));
+            headers.append("user-agent", HeaderValue::from_static("ua/2"));
+            headers.append("host", HeaderValue::from_static("b.example"));
+            let (host, user_agent) = host_and_user_agent(&headers);
+            assert_eq!(
+                host.map(HeaderValue::as_bytes),
+                Some(&b"a.example:81"[..]),
+                "{others}"
+            );
+            assert_eq!(
+                user_agent.map(HeaderValue::as_bytes),
+                Some(&b"ua/1"[..]),
+                "{others}"
+            );
+        }
+        assert_eq!(host_and_user_agent(&HeaderMap::new()), (None, None));
+    }
 
     #[test]
     fn host_and_port_are_split() {

@@ -60,19 +60,30 @@ impl Memos {
         self.route.value(route)
     }
 
-    /// `server.address` and the port of `authority` (`host[:port]`, see [`split_host_port`]).
-    pub(crate) fn server(&self, authority: &str) -> Option<(Value, Option<u16>)> {
-        let first = self.server.get_or_init(|| Server {
-            authority: authority.into(),
-            split: split_host_port(authority).map(|(host, port)| (KeptText::new(host), port)),
-        });
-        if *first.authority == *authority {
+    /// `server.address` and the port of `authority` (`host[:port]`, see [`split_host_port`]),
+    /// when it is visible ASCII (what `HeaderValue::to_str` accepts). The first one is kept: the
+    /// same bytes again are that host and port, without checking or splitting them once more.
+    pub(crate) fn server(&self, authority: &[u8]) -> Option<(Value, Option<u16>)> {
+        if let Some(first) = self.server.get()
+            && first.authority.as_bytes() == authority
+        {
             return first
                 .split
                 .as_ref()
                 .map(|(host, port)| (host.value(), *port));
         }
-        let (host, port) = split_host_port(authority)?;
+        let text = visible_ascii(authority)?;
+        let first = self.server.get_or_init(|| Server {
+            authority: text.into(),
+            split: split_host_port(text).map(|(host, port)| (KeptText::new(host), port)),
+        });
+        if *first.authority == *text {
+            return first
+                .split
+                .as_ref()
+                .map(|(host, port)| (host.value(), *port));
+        }
+        let (host, port) = split_host_port(text)?;
         Some((Value::from(host.to_owned()), port))
     }
 
@@ -103,6 +114,18 @@ impl Memos {
         } else {
             Value::from(ip_string(ip))
         }
+    }
+}
+
+/// `bytes` as text when every byte is visible ASCII or a tab, as `HeaderValue::to_str` requires.
+fn visible_ascii(bytes: &[u8]) -> Option<&str> {
+    if bytes
+        .iter()
+        .all(|&b| b == b'\t' || (b' '..=b'~').contains(&b))
+    {
+        std::str::from_utf8(bytes).ok()
+    } else {
+        None
     }
 }
 
@@ -215,15 +238,17 @@ mod tests {
     #[test]
     fn each_kind_keeps_its_own_first_value() {
         let memos = Memos::default();
-        let server = |authority| {
-            let (host, port) = memos.server(authority).unwrap();
+        let server = |authority: &str| {
+            let (host, port) = memos.server(authority.as_bytes()).unwrap();
             (text(&host).to_owned(), port)
         };
         assert_eq!(server("a.example:81"), ("a.example".to_owned(), Some(81)));
         assert_eq!(server("a.example:81"), ("a.example".to_owned(), Some(81)));
         assert_eq!(server("b.example"), ("b.example".to_owned(), None));
         assert_eq!(server("[::1]:9"), ("::1".to_owned(), Some(9)));
-        assert!(memos.server("").is_none());
+        assert!(memos.server(b"").is_none());
+        assert!(memos.server(b"caf\xe9:80").is_none(), "not visible ASCII");
+        assert!(memos.server(b"a\x01b:80").is_none(), "a control byte");
         assert_eq!(text(&memos.route("/users/{id}")), "/users/{id}");
         let ua = |bytes: &'static [u8]| memos.user_agent(&HeaderValue::from_bytes(bytes).unwrap());
         assert_eq!(text(&ua(b"ua/1").unwrap()), "ua/1");
