@@ -8,7 +8,8 @@
 //!
 //! Drivers: `axum_bare`, `axum_lens_layer`, `reqwest_middleware_bare`, `reqwest_lens_middleware`,
 //! `tonic_bare`, `tonic_interceptor_and_server_layer`, and the span floors (`support/span_floor.rs`)
-//! `axum_span_floor`, `reqwest_span_floor`, the plain client reference `reqwest_plain_client`, and
+//! `axum_span_floor`, `reqwest_span_floor`, the least server layer with `ServerLayer`'s behaviour
+//! `axum_minimal_conventions`, the plain client reference `reqwest_plain_client`, and
 //! the peer `axum_otel_instrumentation_tower`.
 #![allow(
     clippy::unwrap_used,

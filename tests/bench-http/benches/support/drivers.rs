@@ -289,6 +289,12 @@ pub(crate) fn span_floor_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
                 attributes: false,
             }),
         ),
+        axum_driver(
+            "axum_minimal_conventions",
+            hello().layer(span_floor::MinimalServerLayer(
+                provider.tracer("bench-minimal"),
+            )),
+        ),
         reqwest_driver("reqwest_span_floor", client, parent.clone()),
         reqwest_driver("reqwest_plain_client", plain, parent),
     ]

@@ -212,8 +212,9 @@ fn server_variant(
     )
 }
 
-/// Bare axum (the baseline), axum + the span floor and the span floor with the conventions'
-/// attribute vector (two references: `support/span_floor.rs`), axum + `ServerLayer`, axum +
+/// Bare axum (the baseline), axum + the span floor, the span floor with the conventions'
+/// attribute vector, and the least layer with the behaviour `ServerLayer` must have (three
+/// references: `support/span_floor.rs`), axum + `ServerLayer`, axum +
 /// opentelemetry-instrumentation-tower's layer, axum + axum-tracing-opentelemetry's layers.
 /// Which of them are built is chosen by `names` (all when empty).
 pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Variant> {
@@ -233,6 +234,17 @@ pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
                 Some(provider),
             ));
         }
+    }
+    if wanted("minimal_conventions") {
+        let (tracer, provider) = tracer("minimal-conventions");
+        let layer = span_floor::MinimalServerLayer(tracer);
+        let router = hello().layer(layer);
+        out.push(server_variant(
+            rt,
+            "minimal_conventions",
+            router,
+            Some(provider),
+        ));
     }
     if wanted("lens_layer") {
         let (tracer, provider) = tracer("lens-axum");

@@ -10,6 +10,9 @@
 //! * client: start a CLIENT span with a static name as the child of the request's parent
 //!   `Context`, write its `traceparent` into the request, end it when the response arrives.
 //!
+//! Beside the server floor, [`MinimalServerLayer`]: the least a server layer does for the
+//! behaviour `ServerLayer` must have, a bound for it.
+//!
 //! Beside the client floor, [`PlainClientMiddleware`]: the work every conventions-following
 //! OpenTelemetry client middleware must do on top of the floor, written the plain way. It is the
 //! reference that says how much of lens's distance to the floor is that work.
@@ -73,28 +76,176 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let parent = req
-            .headers()
-            .get(&TRACEPARENT)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| TraceParent::parse(v).ok())
-            .map_or_else(Context::new, |tp| {
-                Context::new().with_remote_span_context(tp.to_remote_span_context(TraceState::NONE))
-            });
+        let parent = parent_of(&req);
         let mut builder = self.tracer.span_builder("GET").with_kind(SpanKind::Server);
         if self.attributes {
-            let mut attributes = Vec::with_capacity(13);
-            for key in ["a", "b", "c", "d", "e", "f", "g", "h", "i"] {
-                attributes.push(KeyValue::new(key, "value"));
-            }
-            attributes.push(KeyValue::new("port", 80i64));
-            builder.attributes = Some(attributes);
+            builder.attributes = Some(conventions_sized_attributes());
         }
         let span = builder.start_with_context(&self.tracer, &parent);
         SpanFloorFuture {
             inner: self.inner.call(req),
             span: Some(span),
         }
+    }
+}
+
+/// The parent Context of the request's `traceparent` (lens-core's parser), or none.
+fn parent_of<B>(req: &Request<B>) -> Context {
+    req.headers()
+        .get(&TRACEPARENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| TraceParent::parse(v).ok())
+        .map_or_else(Context::new, |tp| {
+            Context::new().with_remote_span_context(tp.to_remote_span_context(TraceState::NONE))
+        })
+}
+
+/// An attribute vector the size of the HTTP server conventions' (ten attributes, static
+/// values, room for thirteen as lens reserves).
+fn conventions_sized_attributes() -> Vec<KeyValue> {
+    let mut attributes = Vec::with_capacity(13);
+    for key in ["a", "b", "c", "d", "e", "f", "g", "h", "i"] {
+        attributes.push(KeyValue::new(key, "value"));
+    }
+    attributes.push(KeyValue::new("port", 80i64));
+    attributes
+}
+
+/// The least a server layer does for the behaviour the conventions and the issue require of
+/// `ServerLayer`, on top of the span floor: the conventions-sized attribute vector (static
+/// values), the span held in an `opentelemetry::Context` that is current around the inner
+/// service's `call` and every poll of its future (handlers see it), `http.response.status_code`
+/// from the response, and the span ended after the body's last frame (or when the body is
+/// dropped). No policy, baggage, filter, hooks, route or address text, or error
+/// classification. A bound for lens's server, not a competitor.
+#[derive(Clone)]
+pub(crate) struct MinimalServerLayer(pub(crate) SdkTracer);
+
+impl<S> tower::Layer<S> for MinimalServerLayer {
+    type Service = MinimalServerService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        MinimalServerService {
+            inner,
+            tracer: self.0.clone(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct MinimalServerService<S> {
+    inner: S,
+    tracer: SdkTracer,
+}
+
+impl<S, B, R> tower::Service<Request<B>> for MinimalServerService<S>
+where
+    S: tower::Service<Request<B>, Response = Response<R>>,
+{
+    type Response = Response<EndAtLastFrame<R>>;
+    type Error = S::Error;
+    type Future = MinimalServerFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let parent = parent_of(&req);
+        let span = self
+            .tracer
+            .span_builder("GET")
+            .with_kind(SpanKind::Server)
+            .with_attributes(conventions_sized_attributes())
+            .start_with_context(&self.tracer, &parent);
+        let cx = parent.with_span(span);
+        let inner = {
+            let _guard = cx.clone().attach();
+            self.inner.call(req)
+        };
+        MinimalServerFuture {
+            inner: inner.with_context(cx.clone()),
+            cx: Some(cx),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The inner future, polled with the span's Context current; records the status code.
+    pub(crate) struct MinimalServerFuture<F> {
+        #[pin]
+        inner: opentelemetry::context::WithContext<F>,
+        cx: Option<Context>,
+    }
+}
+
+impl<F, R, E> Future for MinimalServerFuture<F>
+where
+    F: Future<Output = Result<Response<R>, E>>,
+{
+    type Output = Result<Response<EndAtLastFrame<R>>, E>;
+
+    fn poll(self: Pin<&mut Self>, task: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let res = std::task::ready!(this.inner.poll(task))?;
+        let cx = this.cx.take();
+        if let Some(cx) = &cx {
+            cx.span().set_attribute(KeyValue::new(
+                HTTP_RESPONSE_STATUS_CODE,
+                i64::from(res.status().as_u16()),
+            ));
+        }
+        Poll::Ready(Ok(res.map(|inner| EndAtLastFrame {
+            inner,
+            end: EndOnDrop(cx),
+        })))
+    }
+}
+
+/// Ends the span of its Context when dropped.
+pub(crate) struct EndOnDrop(Option<Context>);
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        if let Some(cx) = self.0.take() {
+            cx.span().end();
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A response body that ends the span after its last frame, or when it is dropped.
+    pub(crate) struct EndAtLastFrame<B> {
+        #[pin]
+        inner: B,
+        end: EndOnDrop,
+    }
+}
+
+impl<B: http_body::Body> http_body::Body for EndAtLastFrame<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        task: &mut TaskContext<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<B::Data>, B::Error>>> {
+        let this = self.project();
+        let frame = std::task::ready!(this.inner.poll_frame(task));
+        if !matches!(frame, Some(Ok(_)))
+            && let Some(cx) = this.end.0.take()
+        {
+            cx.span().end();
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
