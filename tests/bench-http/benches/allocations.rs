@@ -118,7 +118,9 @@ fn main() {
     // (group, bare driver, traced drivers)
     let (axum_bare, axum_lens) = axum.split_at_mut(1);
     let (reqwest_bare, reqwest_lens) = reqwest.split_at_mut(1);
-    let (axum_floor, reqwest_floor) = floors.split_at_mut(1);
+    // The server floor and the least conventions layer first, then the client floor and the plain
+    // client (`drivers::span_floor_drivers`).
+    let (axum_floor, reqwest_floor) = floors.split_at_mut(2);
     let groups: [(&str, &mut drivers::Driver, Vec<&mut drivers::Driver>); 2] = [
         (
             "server",
