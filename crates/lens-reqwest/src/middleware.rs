@@ -11,7 +11,6 @@ use std::task::{Context as TaskContext, Poll, ready};
 use http::Extensions;
 use lens_core::HeaderCarrier;
 use lens_core::policy::OutboundPolicy;
-use lens_core::semconv::RepeatedText;
 use lens_span::classify::{HttpClientErrors, Outcome};
 use lens_span::lifecycle::ResponseAttributesFn;
 use lens_span::{Adapter, LiveSpan, Propagation, SpanOptions, httpconv, poll_in};
@@ -22,7 +21,7 @@ use opentelemetry_semantic_conventions::attribute::{
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
-use crate::url::{server_address, url_full};
+use crate::url::UrlMemo;
 
 /// How many times this request has been sent before, kept in the request's `Extensions`,
 /// which retry middleware hands to every attempt, from the second attempt on.
@@ -60,15 +59,9 @@ impl Adapter for Reqwest {
 #[derive(Clone)]
 struct Config {
     options: SpanOptions<Reqwest, OutboundPolicy>,
-    /// The first `server.address` this middleware saw, shared with every span that has the same
-    /// one (no string allocated per request for it, none freed in the batch span processor's
-    /// thread); other hosts are allocated per request. One value, set once: bounded memory, no
-    /// lock per request.
-    host_text: RepeatedText,
-    /// The same for `url.full`, when nothing in it is redacted: a client that calls one endpoint
-    /// again and again (an inference service, a parameter server) shares one string; a URL seen
-    /// later that differs from the first is allocated per request, as before.
-    url_text: RepeatedText,
+    /// `url.full`, `server.address` and `server.port` shared between requests (no string
+    /// allocated per request for them, none freed in the batch span processor's thread).
+    urls: UrlMemo,
 }
 
 /// A [`reqwest_middleware::Middleware`] that records one CLIENT span per attempt and injects that
@@ -120,8 +113,7 @@ impl ClientMiddleware {
         let options = SpanOptions::global("lens-reqwest", env!("CARGO_PKG_VERSION"), policy);
         Self::from_config(Config {
             options,
-            host_text: RepeatedText::default(),
-            url_text: RepeatedText::default(),
+            urls: UrlMemo::default(),
         })
     }
 
@@ -158,8 +150,8 @@ impl ClientMiddleware {
                 &current
             }
         };
-        let host = server_address(req.url());
-        let decision = options.policy.decide(host.unwrap_or_default());
+        let target = config.urls.target(req.url());
+        let decision = options.policy.decide(target.host.unwrap_or_default());
         if !filter.span {
             options
                 .propagation
@@ -167,20 +159,15 @@ impl ClientMiddleware {
             return None;
         }
 
-        let url = req.url();
         // Method, url.full, server.address and server.port, with room for the status code and
         // error.type set at the end: the span's vector never grows.
         let mut attributes = Vec::with_capacity(6);
         let method = httpconv::push_method(&mut attributes, req.method());
-        let url_full = match url_full(url) {
-            Cow::Borrowed(text) => config.url_text.value(text),
-            Cow::Owned(redacted) => redacted.into(),
-        };
-        attributes.push(KeyValue::new(URL_FULL, url_full));
-        if let Some(host) = host {
-            attributes.push(KeyValue::new(SERVER_ADDRESS, config.host_text.value(host)));
+        attributes.push(KeyValue::new(URL_FULL, target.url_full));
+        if let Some(host) = target.server_address {
+            attributes.push(KeyValue::new(SERVER_ADDRESS, host));
         }
-        if let Some(port) = url.port_or_known_default() {
+        if let Some(port) = target.port {
             attributes.push(KeyValue::new(SERVER_PORT, i64::from(port)));
         }
         if resend_count > 0 {

@@ -1,9 +1,87 @@
 //! URL attributes: `url.full` with credentials redacted, `server.address`.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
+use lens_core::semconv::{KeptText, RepeatedText};
 use lens_span::redact::{has_sensitive_value, push_redacted_query};
+use opentelemetry::Value;
 use reqwest::Url;
+
+/// The attribute values of a request's URL, and the host the outbound policy decides on.
+pub(crate) struct Target<'a> {
+    /// The host without IPv6 brackets.
+    pub(crate) host: Option<&'a str>,
+    /// `url.full`, redacted.
+    pub(crate) url_full: Value,
+    /// `server.address`.
+    pub(crate) server_address: Option<Value>,
+    /// `server.port`.
+    pub(crate) port: Option<u16>,
+}
+
+/// The URL values a middleware shares between requests. The first URL it sends with nothing in
+/// it to redact is kept with its host and port: a client that calls one endpoint again and again
+/// (an inference service, a parameter server) pays one comparison for them, and allocates no
+/// string the export thread would free. Other URLs are read and redacted per request; their host
+/// still shares the first host seen. One value of each, set once: bounded memory, no lock per
+/// request.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct UrlMemo {
+    first: OnceLock<FirstUrl>,
+    host: RepeatedText,
+}
+
+#[derive(Clone, Debug)]
+struct FirstUrl {
+    url: KeptText,
+    host: Option<KeptText>,
+    port: Option<u16>,
+}
+
+impl FirstUrl {
+    fn target(&self) -> Target<'_> {
+        Target {
+            host: self.host.as_ref().map(KeptText::as_str),
+            url_full: self.url.value(),
+            server_address: self.host.as_ref().map(KeptText::value),
+            port: self.port,
+        }
+    }
+}
+
+impl UrlMemo {
+    /// The values of `url`.
+    pub(crate) fn target<'a>(&'a self, url: &'a Url) -> Target<'a> {
+        if let Some(first) = self.first.get()
+            && first.url.as_str() == url.as_str()
+        {
+            return first.target();
+        }
+        let host = server_address(url);
+        let port = url.port_or_known_default();
+        let url_full = match url_full(url) {
+            Cow::Borrowed(text) => {
+                let first = self.first.get_or_init(|| FirstUrl {
+                    url: KeptText::new(text),
+                    host: host.map(KeptText::new),
+                    port,
+                });
+                if first.url.as_str() == text {
+                    return first.target();
+                }
+                Value::from(text.to_owned())
+            }
+            Cow::Owned(redacted) => Value::from(redacted),
+        };
+        Target {
+            host,
+            url_full,
+            server_address: host.map(|h| self.host.value(h)),
+            port,
+        }
+    }
+}
 
 /// The host without IPv6 brackets.
 pub(crate) fn server_address(url: &Url) -> Option<&str> {
@@ -63,6 +141,49 @@ mod tests {
 
     fn r(s: &str) -> String {
         redacted_url(&Url::parse(s).unwrap())
+    }
+
+    /// The first URL with nothing to redact is kept with its host and port; any other URL gives
+    /// its own values, redacted where it must be.
+    #[test]
+    fn the_first_plain_url_is_kept_with_its_host_and_port() {
+        let memo = UrlMemo::default();
+        let text = |v: &Value| v.as_str().into_owned();
+        let check = |url: &str, full: &str, host: Option<&str>, port: Option<u16>| {
+            let url = Url::parse(url).unwrap();
+            let t = memo.target(&url);
+            assert_eq!(text(&t.url_full), full);
+            assert_eq!(t.host, host);
+            assert_eq!(t.server_address.as_ref().map(text).as_deref(), host);
+            assert_eq!(t.port, port);
+        };
+        for _ in 0..2 {
+            check(
+                "http://a.example:8080/v1/x",
+                "http://a.example:8080/v1/x",
+                Some("a.example"),
+                Some(8080),
+            );
+        }
+        check(
+            "https://a.example/v1/y",
+            "https://a.example/v1/y",
+            Some("a.example"),
+            Some(443),
+        );
+        check("http://[::1]:9/p", "http://[::1]:9/p", Some("::1"), Some(9));
+        check(
+            "http://u:p@a.example:8080/v1/x?token=s",
+            "http://REDACTED:REDACTED@a.example:8080/v1/x?token=REDACTED",
+            Some("a.example"),
+            Some(8080),
+        );
+        check(
+            "http://a.example:8080/v1/x",
+            "http://a.example:8080/v1/x",
+            Some("a.example"),
+            Some(8080),
+        );
     }
 
     #[test]
