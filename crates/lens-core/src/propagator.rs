@@ -579,7 +579,7 @@ pub struct HeaderLines<'a> {
 pub(crate) trait Outbound {
     /// Sets the `traceparent` of `tp`.
     fn traceparent(&mut self, tp: &TraceParent);
-    /// Sets header `name` (one of lens's three) to `value`.
+    /// Sets header `name` (`tracestate` or `baggage`) to `value`.
     fn header(&mut self, name: &'static str, value: Cow<'_, str>);
 }
 

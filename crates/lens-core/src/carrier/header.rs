@@ -144,10 +144,11 @@ impl Outbound for HeaderCarrier<&mut HeaderMap> {
     }
 
     fn header(&mut self, name: &'static str, value: Cow<'_, str>) {
-        let name = match name {
-            TRACEPARENT_HEADER => TRACEPARENT,
-            TRACESTATE_HEADER => TRACESTATE,
-            _ => BAGGAGE,
+        // `tracestate` or `baggage`: the `traceparent` has its own method.
+        let name = if name == TRACESTATE_HEADER {
+            TRACESTATE
+        } else {
+            BAGGAGE
         };
         let value = match value {
             Cow::Borrowed(text) => HeaderValue::from_str(text),
