@@ -125,6 +125,32 @@ fn extracted_contexts_keep_their_headers() {
     same_as_carrier(&W3cPropagator::new(), &cx, &stale());
 }
 
+/// Only the parts chosen, and only those the propagator propagates, are written.
+#[test]
+fn only_the_parts_chosen_are_written() {
+    let cx = span(0x01, TraceState::NONE).with_baggage([KeyValue::new("rank", "3")]);
+    let names = |propagator: &W3cPropagator, trace_context: bool, baggage: bool| {
+        let mut headers = HeaderMap::new();
+        propagator.inject_headers_parts(&cx, &mut headers, trace_context, baggage);
+        let mut names: Vec<String> = headers.keys().map(|k| k.as_str().to_owned()).collect();
+        names.sort();
+        names
+    };
+    let all = W3cPropagator::new();
+    assert_eq!(names(&all, true, true), ["baggage", "traceparent"]);
+    assert_eq!(names(&all, true, false), ["traceparent"]);
+    assert_eq!(names(&all, false, true), ["baggage"]);
+    assert!(names(&all, false, false).is_empty());
+    assert_eq!(
+        names(&W3cPropagator::baggage_only(), true, true),
+        ["baggage"]
+    );
+    assert_eq!(
+        names(&W3cPropagator::trace_context_only(), true, true),
+        ["traceparent"]
+    );
+}
+
 proptest! {
     /// Whatever lens extracted (valid or not, any baggage), both writers agree.
     #[test]
