@@ -1,0 +1,214 @@
+//! The waterfall as HTML: a self-contained page (inline CSS, no script, no external asset), or
+//! one `<section>` per trace for a live page to swap in; well-formed XML (XHTML syntax) so that
+//! any XML parser can check it.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use super::{HopNames, Layout, format_duration, span_duration, summary_line};
+use crate::model::{Span, SpanId, Status, TraceId};
+
+/// The page's style sheet (also used by a live page).
+pub const STYLE: &str = "
+body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #1d2330; background: #fafbfc; }
+h1 { font-size: 1.3em; margin: 0 0 .2em; }
+h2 { font: 600 1em ui-monospace, monospace; margin: 1.6em 0 .4em; }
+p.summary { font-family: ui-monospace, monospace; color: #4a5160; margin: .2em 0 .8em; }
+table { border-collapse: collapse; width: 100%; }
+th { text-align: left; font-weight: 600; color: #4a5160; border-bottom: 1px solid #d0d4dc; padding: 4px 8px; }
+td { padding: 3px 8px; border-bottom: 1px solid #eceef2; vertical-align: top; white-space: nowrap; }
+td.name { font-family: ui-monospace, monospace; }
+td.kind { color: #6a7180; font-size: .85em; }
+td.duration { text-align: right; font-family: ui-monospace, monospace; }
+td.timeline { width: 45%; min-width: 240px; }
+div.track { position: relative; height: 14px; margin-top: 3px; background: #f0f2f5; border-radius: 2px; }
+div.bar { position: absolute; top: 0; bottom: 0; min-width: 2px; border-radius: 2px; }
+div.link { color: #6a7180; font-size: .85em; }
+tr.error td.name { color: #c0392b; }
+span.service { display: inline-block; width: .8em; height: .8em; border-radius: 50%; margin-right: .4em; }
+footer { margin-top: 2em; color: #8a90a0; font-size: .85em; }
+";
+
+/// Escapes text for element content and attribute values.
+pub fn escape(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            // Characters XML 1.0 does not allow, even escaped.
+            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('\u{fffd}'),
+            '\u{fffe}' | '\u{ffff}' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+}
+
+fn escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    escape(&mut out, text);
+    out
+}
+
+/// A colour per service, in order of first appearance.
+fn service_colour(index: usize) -> String {
+    let hue = (index * 137 + 200) % 360;
+    format!("hsl({hue}, 62%, 52%)")
+}
+
+/// A whole page for `traces`: `title` (text) as its title and heading, `footer` (HTML, written
+/// as given) at its foot. `all` resolves link targets by trace id and span id.
+pub fn page(
+    traces: &[Layout<'_>],
+    all: &HashMap<(TraceId, SpanId), &Span>,
+    names: HopNames<'_>,
+    title: &str,
+    footer: &str,
+) -> String {
+    let mut out = String::with_capacity(4096 + traces.len() * 4096);
+    out.push_str("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>");
+    escape(&mut out, title);
+    out.push_str("</title>\n<style>");
+    out.push_str(STYLE);
+    out.push_str("</style>\n</head>\n<body>\n<h1>");
+    escape(&mut out, title);
+    out.push_str("</h1>\n");
+    for trace in traces {
+        section(&mut out, trace, all, names);
+    }
+    out.push_str("<footer>");
+    out.push_str(footer);
+    out.push_str("</footer>\n</body>\n</html>\n");
+    out
+}
+
+/// One trace as a `<section class="trace" data-trace-id="...">`: heading, summary line and the
+/// waterfall table, one `<tr data-span-id>` per span with its attributes in the bar's title.
+pub fn section(
+    out: &mut String,
+    trace: &Layout<'_>,
+    all: &HashMap<(TraceId, SpanId), &Span>,
+    names: HopNames<'_>,
+) {
+    let services = trace.services();
+    let _ = write!(
+        out,
+        "<section class=\"trace\" data-trace-id=\"{}\">\n<h2>trace {}</h2>\n<p class=\"summary\">",
+        trace.trace_id, trace.trace_id
+    );
+    escape(out, &summary_line(&trace.summary(names)));
+    out.push_str("</p>\n<table>\n<thead><tr><th>span</th><th>service</th><th>kind</th><th>duration</th><th>timeline</th></tr></thead>\n<tbody>\n");
+    for row in &trace.rows {
+        let span = row.span;
+        let error = matches!(span.status, Status::Error(_));
+        let parent = span
+            .parent_span_id
+            .map(|p| p.to_string())
+            .unwrap_or_default();
+        let _ = write!(
+            out,
+            "<tr class=\"span{}\" data-span-id=\"{}\" data-parent-id=\"{}\" data-kind=\"{}\" data-service=\"{}\">",
+            if error { " error" } else { "" },
+            span.span_id,
+            parent,
+            span.kind.name(),
+            escaped(span.service()),
+        );
+        let _ = write!(
+            out,
+            "<td class=\"name\" style=\"padding-left: {:.1}em\">",
+            0.5 + 1.4 * row.depth as f64
+        );
+        escape(out, &span.name);
+        for link in &span.links {
+            let _ = write!(
+                out,
+                "<div class=\"link\" data-link-span-id=\"{}\">↳ link → ",
+                link.span_id
+            );
+            match all.get(&(link.trace_id, link.span_id)) {
+                Some(t) => {
+                    escape(out, &t.name);
+                    out.push_str(" (");
+                    escape(out, t.service());
+                    out.push(')');
+                }
+                None => {
+                    let _ = write!(out, "span {} of trace {}", link.span_id, link.trace_id);
+                }
+            }
+            out.push_str("</div>");
+        }
+        let colour = service_colour(
+            services
+                .iter()
+                .position(|s| *s == span.service())
+                .unwrap_or(0),
+        );
+        let _ = write!(
+            out,
+            "</td><td class=\"service\"><span class=\"service\" style=\"background: {colour}\"></span>"
+        );
+        escape(out, span.service());
+        let _ = write!(
+            out,
+            "</td><td class=\"kind\">{}</td><td class=\"duration\">{}</td>",
+            span.kind.name(),
+            format_duration(span_duration(span))
+        );
+        let left = trace.position(span.start_unix_nano) * 100.0;
+        let width = (trace.position(span.end_unix_nano) * 100.0 - left).max(0.0);
+        let mut tooltip = format!("{} · {}", span.name, format_duration(span_duration(span)));
+        for kv in &span.attributes {
+            let _ = write!(tooltip, "\n{} = {}", kv.key, kv.value);
+        }
+        let _ = write!(
+            out,
+            "<td class=\"timeline\"><div class=\"track\"><div class=\"bar\" style=\"left: {left:.3}%; width: {width:.3}%; background: {colour}\" title=\""
+        );
+        escape(out, &tooltip);
+        out.push_str("\"></div></div></td></tr>\n");
+    }
+    out.push_str("</tbody>\n</table>\n</section>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::model::{KeyValue, Value};
+    use crate::render::{index, layouts};
+    use crate::testing::{TRACE, sample};
+
+    #[test]
+    fn page_escapes_text_and_has_every_span_and_link() {
+        let mut spans = sample();
+        spans[0].name = "a <b> & \"c\"".into();
+        spans[0].attributes.push(KeyValue::new(
+            "url.full",
+            Value::String("http://x/?a=1&b=<2>".into()),
+        ));
+        let page = page(
+            &layouts(&spans),
+            &index(&spans),
+            HopNames::default(),
+            "t <1>",
+            "<code>f</code>",
+        );
+        assert!(page.starts_with("<!DOCTYPE html>"));
+        assert!(page.contains("<title>t &lt;1&gt;</title>"));
+        assert!(page.contains("<footer><code>f</code></footer>"));
+        assert!(page.contains("a &lt;b&gt; &amp; &quot;c&quot;"));
+        assert!(page.contains("url.full = http://x/?a=1&amp;b=&lt;2&gt;"));
+        assert!(!page.contains("<script"));
+        for s in &spans {
+            assert!(page.contains(&format!("data-span-id=\"{}\"", s.span_id)));
+        }
+        assert!(page.contains(&format!("data-trace-id=\"{TRACE}\"")));
+        assert_eq!(page.matches("data-link-span-id=").count(), 1);
+        assert!(page.contains("↳ link → stage a (gateway)"));
+    }
+}

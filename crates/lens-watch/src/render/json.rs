@@ -1,0 +1,144 @@
+//! Spans and traces as JSON: ids in W3C hex, times in Unix nanoseconds, attribute values as
+//! JSON values (bytes in base64, key-value lists as objects).
+
+use base64::Engine as _;
+use serde_json::{Map, Value as Json, json};
+
+use super::Layout;
+use crate::model::{KeyValue, Span, Value};
+
+/// An attribute value as JSON.
+pub fn value(value: &Value) -> Json {
+    match value {
+        Value::Bool(b) => Json::from(*b),
+        Value::Int(i) => Json::from(*i),
+        Value::Double(f) => Json::from(*f),
+        Value::String(s) => Json::from(s.as_str()),
+        Value::Bytes(b) => Json::from(base64::engine::general_purpose::STANDARD.encode(b)),
+        Value::Array(values) => Json::Array(values.iter().map(self::value).collect()),
+        Value::KvList(kvs) => attributes(kvs),
+        Value::Empty => Json::Null,
+    }
+}
+
+/// Attributes as one JSON object (the first value of a repeated key wins).
+pub fn attributes(attributes: &[KeyValue]) -> Json {
+    let mut map = Map::new();
+    for kv in attributes {
+        if !map.contains_key(&kv.key) {
+            map.insert(kv.key.clone(), value(&kv.value));
+        }
+    }
+    Json::Object(map)
+}
+
+/// One span as a JSON object.
+pub fn span(span: &Span) -> Json {
+    let message = match &span.status {
+        crate::model::Status::Error(message) => Some(message.as_str()),
+        _ => None,
+    };
+    json!({
+        "trace_id": span.trace_id.to_string(),
+        "span_id": span.span_id.to_string(),
+        "parent_span_id": span.parent_span_id.map(|p| p.to_string()),
+        "parent_is_remote": span.parent_is_remote(),
+        "flags": span.flags,
+        "name": span.name,
+        "kind": span.kind.name(),
+        "service": span.service(),
+        "scope": span.scope.name,
+        "start_unix_nano": span.start_unix_nano,
+        "end_unix_nano": span.end_unix_nano,
+        "duration_ns": span.duration_nanos(),
+        "status": span.status.name(),
+        "status_message": message,
+        "attributes": attributes(&span.attributes),
+        "links": span.links.iter().map(|l| json!({
+            "trace_id": l.trace_id.to_string(),
+            "span_id": l.span_id.to_string(),
+            "attributes": attributes(&l.attributes),
+        })).collect::<Vec<_>>(),
+        "events": span.events.iter().map(|e| json!({
+            "name": e.name,
+            "time_unix_nano": e.time_unix_nano,
+            "attributes": attributes(&e.attributes),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Every span of every trace, trace by trace in tree order, as one JSON array.
+pub fn spans(traces: &[Layout<'_>]) -> Json {
+    Json::Array(
+        traces
+            .iter()
+            .flat_map(|t| t.rows.iter().map(|r| span(r.span)))
+            .collect(),
+    )
+}
+
+/// One trace as one JSON object: `trace_id`, `services` (in order of first appearance) and
+/// `spans` in tree order. `lens watch --json` prints one a line.
+pub fn trace(trace: &Layout<'_>) -> Json {
+    json!({
+        "trace_id": trace.trace_id.to_string(),
+        "services": trace.services(),
+        "start_unix_nano": trace.start,
+        "end_unix_nano": trace.end,
+        "spans": trace.rows.iter().map(|r| span(r.span)).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::render::layouts;
+    use crate::testing::{TRACE, sample};
+
+    #[test]
+    fn json_has_every_span_with_ids_kinds_services_and_links() {
+        let spans = sample();
+        let json = super::spans(&layouts(&spans));
+        let array = json.as_array().unwrap();
+        assert_eq!(array.len(), 5);
+        let b = array.iter().find(|s| s["name"] == "stage b").unwrap();
+        assert_eq!(b["trace_id"], TRACE);
+        assert_eq!(b["span_id"], "0000000000000005");
+        assert_eq!(b["parent_span_id"], "0000000000000003");
+        assert_eq!(b["kind"], "INTERNAL");
+        assert_eq!(b["service"], "gateway");
+        assert_eq!(b["duration_ns"], 200_000);
+        assert_eq!(b["links"][0]["span_id"], "0000000000000004");
+        let root = &array[0];
+        assert_eq!(root["name"], "request");
+        assert!(root["parent_span_id"].is_null());
+        let server = array.iter().find(|s| s["kind"] == "SERVER").unwrap();
+        assert_eq!(server["attributes"]["http.request.method"], "POST");
+        assert_eq!(server["parent_is_remote"], true);
+        assert_eq!(server["flags"], 0x301);
+    }
+
+    #[test]
+    fn a_trace_object_names_its_services_in_order() {
+        let spans = sample();
+        let t = trace(&layouts(&spans)[0]);
+        assert_eq!(t["trace_id"], TRACE);
+        assert_eq!(t["services"], json!(["client", "gateway"]));
+        assert_eq!(t["spans"].as_array().unwrap().len(), 5);
+    }
+
+    #[test]
+    fn values_of_every_type() {
+        assert_eq!(value(&Value::Bytes(vec![0xff])), json!("/w=="));
+        assert_eq!(
+            value(&Value::KvList(vec![KeyValue::new("a", Value::Int(1))])),
+            json!({"a": 1})
+        );
+        assert_eq!(
+            value(&Value::Array(vec![Value::Empty, Value::Double(0.5)])),
+            json!([null, 0.5])
+        );
+    }
+}

@@ -1,0 +1,308 @@
+//! The waterfall as text: a header, one row per span (tree, name, service, kind, duration, a
+//! time bar), a line per link, the summary line; ANSI colours on request.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr as _};
+
+use super::{HopNames, Layout, format_duration, span_duration, summary_line};
+use crate::model::{Span, SpanId, Status, TraceId};
+
+/// Width of the time bar, in characters.
+pub const BAR_WIDTH: usize = 40;
+
+/// The widest the name column grows (tree prefix included), in characters.
+const NAME_WIDTH_MAX: usize = 56;
+
+/// Colours for services, in order of first appearance (ANSI foreground codes).
+const ANSI_PALETTE: [&str; 8] = ["36", "32", "33", "35", "34", "96", "92", "95"];
+const ANSI_DIM: &str = "2";
+const ANSI_BOLD: &str = "1";
+const ANSI_RED: &str = "31";
+
+struct Painter {
+    colour: bool,
+}
+
+impl Painter {
+    fn paint(&self, out: &mut String, code: &str, text: &str) {
+        if self.colour && !text.is_empty() {
+            let _ = write!(out, "\x1b[{code}m{text}\x1b[0m");
+        } else {
+            out.push_str(text);
+        }
+    }
+}
+
+fn pad(out: &mut String, width: usize, used: usize) {
+    for _ in used..width {
+        out.push(' ');
+    }
+}
+
+/// `text` cut to at most `max` terminal columns (display width: a CJK character or an emoji
+/// takes two), with `…` where it was cut; and the columns it takes.
+fn truncate(text: &str, max: usize) -> (String, usize) {
+    let width = text.width();
+    if width <= max {
+        return (text.to_owned(), width);
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > max {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push('…');
+    (out, used + 1)
+}
+
+/// The span a link points at (by id, in any trace of `all`), as `name (service)`.
+pub fn link_target(
+    all: &HashMap<(TraceId, SpanId), &Span>,
+    trace: TraceId,
+    span: SpanId,
+) -> String {
+    match all.get(&(trace, span)) {
+        Some(target) => format!("{} ({})", target.name, target.service()),
+        None => format!("span {span} of trace {trace}"),
+    }
+}
+
+/// Writes the waterfall of `trace` (header, one row per span, a line per link, the summary
+/// line); ANSI colours when `colour`. `all` resolves link targets.
+pub fn render(
+    trace: &Layout<'_>,
+    all: &HashMap<(TraceId, SpanId), &Span>,
+    names: HopNames<'_>,
+    colour: bool,
+    out: &mut String,
+) {
+    let p = Painter { colour };
+    let services = trace.services();
+    let service_width = services
+        .iter()
+        .map(|s| s.width())
+        .max()
+        .unwrap_or(0)
+        .max("service".len());
+    let name_width = trace
+        .rows
+        .iter()
+        .map(|r| r.prefix.width() + r.span.name.width())
+        .max()
+        .unwrap_or(0)
+        .clamp("span".len(), NAME_WIDTH_MAX);
+    let kind_width = "INTERNAL".len();
+    let duration_width = 9;
+
+    p.paint(out, ANSI_BOLD, &format!("trace {}", trace.trace_id));
+    out.push('\n');
+    let mut header = String::new();
+    header.push_str("span");
+    pad(&mut header, name_width, 4);
+    let _ = write!(
+        header,
+        "  {:<service_width$}  {:<kind_width$}  {:>duration_width$}  timeline",
+        "service", "kind", "duration"
+    );
+    p.paint(out, ANSI_DIM, &header);
+    out.push('\n');
+
+    for row in &trace.rows {
+        let span = row.span;
+        let service = span.service();
+        let colour_code = service_colour(&services, service);
+        let prefix_len = row.prefix.width();
+        let (name, name_len) = truncate(&span.name, name_width.saturating_sub(prefix_len));
+        p.paint(out, ANSI_DIM, &row.prefix);
+        let error = matches!(span.status, Status::Error(_));
+        p.paint(out, if error { ANSI_RED } else { ANSI_BOLD }, &name);
+        pad(out, name_width, prefix_len + name_len);
+        out.push_str("  ");
+        p.paint(out, colour_code, service);
+        pad(out, service_width, service.width());
+        out.push_str("  ");
+        let kind = span.kind.name();
+        p.paint(out, ANSI_DIM, kind);
+        pad(out, kind_width, kind.len());
+        let _ = write!(
+            out,
+            "  {:>duration_width$}  ",
+            format_duration(span_duration(span))
+        );
+        let (from, to) = bar_cells(trace, span);
+        out.push('│');
+        pad(out, from, 0);
+        p.paint(out, colour_code, &"█".repeat(to - from));
+        pad(out, BAR_WIDTH, to);
+        out.push('│');
+        if error {
+            out.push(' ');
+            p.paint(out, ANSI_RED, "error");
+        }
+        out.push('\n');
+        for link in &span.links {
+            let target = link_target(all, link.trace_id, link.span_id);
+            p.paint(out, ANSI_DIM, &row.continuation);
+            p.paint(out, ANSI_DIM, &format!("↳ link → {target}"));
+            out.push('\n');
+        }
+    }
+    out.push_str(&summary_line(&trace.summary(names)));
+    out.push('\n');
+}
+
+fn service_colour(services: &[&str], service: &str) -> &'static str {
+    let i = services.iter().position(|s| *s == service).unwrap_or(0);
+    ANSI_PALETTE[i % ANSI_PALETTE.len()]
+}
+
+/// The bar's first cell and one past its last, out of [`BAR_WIDTH`]; at least one cell.
+fn bar_cells(trace: &Layout<'_>, span: &Span) -> (usize, usize) {
+    let width = BAR_WIDTH as f64;
+    let from = (trace.position(span.start_unix_nano) * width).floor() as usize;
+    let to = (trace.position(span.end_unix_nano) * width).ceil() as usize;
+    let from = from.min(BAR_WIDTH - 1);
+    (from, to.clamp(from + 1, BAR_WIDTH))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::model::Resource;
+    use crate::render::{index, layouts};
+    use crate::testing::{TRACE, sample};
+
+    fn plain(spans: &[Span]) -> String {
+        let all = index(spans);
+        let mut out = String::new();
+        for t in &layouts(spans) {
+            render(t, &all, HopNames::default(), false, &mut out);
+        }
+        out
+    }
+
+    #[test]
+    fn plain_text_has_no_escape_codes_and_shows_every_span_and_link() {
+        let text = plain(&sample());
+        assert!(!text.contains('\x1b'), "{text}");
+        for name in ["request", "POST", "POST /v1", "stage a", "stage b"] {
+            assert!(text.lines().any(|l| l.contains(name)), "{name} in {text}");
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], format!("trace {TRACE}"));
+        assert!(lines[1].starts_with("span") && lines[1].contains("timeline"));
+        // stage b's link line sits under it and names its target and service.
+        let b = lines.iter().position(|l| l.contains("stage b")).unwrap();
+        assert!(
+            lines[b + 1].contains("↳ link → stage a (gateway)"),
+            "{}",
+            lines[b + 1]
+        );
+        assert!(lines[b].contains("gateway") && lines[b].contains("INTERNAL"));
+        assert!(lines[b].contains("200 µs"));
+        assert!(lines.last().unwrap().starts_with("trace "));
+    }
+
+    #[test]
+    fn wide_characters_line_up_by_display_width() {
+        let mut spans = sample();
+        let wide = Arc::new(Resource::for_service("训练网关"));
+        for span in &mut spans {
+            if span.service() == "gateway" {
+                span.resource = Arc::clone(&wide);
+            }
+        }
+        spans[0].name = "阶段 b 🚀".to_owned();
+        let text = plain(&spans);
+        // The terminal column where each row's timeline starts, and where its kind starts.
+        let column = |line: &str, at: usize| line[..at].width();
+        let rows: Vec<&str> = text.lines().filter(|l| l.contains('│')).collect();
+        assert_eq!(rows.len(), 5, "{text}");
+        let bars: Vec<usize> = rows
+            .iter()
+            .map(|l| column(l, l.find('│').unwrap()))
+            .collect();
+        assert!(bars.iter().all(|c| *c == bars[0]), "{bars:?}\n{text}");
+        let kinds: Vec<usize> = rows
+            .iter()
+            .map(|l| {
+                let at = ["INTERNAL", "CLIENT", "SERVER"]
+                    .iter()
+                    .find_map(|k| l.find(k))
+                    .unwrap();
+                column(l, at)
+            })
+            .collect();
+        assert!(kinds.iter().all(|c| *c == kinds[0]), "{kinds:?}\n{text}");
+    }
+
+    #[test]
+    fn truncation_counts_columns() {
+        assert_eq!(truncate("训练网关", 8), ("训练网关".to_owned(), 8));
+        // Five columns: two wide characters and the ellipsis.
+        assert_eq!(truncate("训练网关", 6), ("训练…".to_owned(), 5));
+        assert_eq!(truncate("abcdef", 4), ("abc…".to_owned(), 4));
+    }
+
+    #[test]
+    fn bars_are_placed_by_time() {
+        let text = plain(&sample());
+        let bar = |name: &str| -> String {
+            let line = text.lines().find(|l| l.contains(name)).unwrap();
+            let start = line.find('│').unwrap();
+            line[start..].chars().skip(1).take(BAR_WIDTH).collect()
+        };
+        // The root spans the whole trace; stage a covers 300..500 µs of 1000: cells 12..20.
+        assert_eq!(bar("request"), "█".repeat(BAR_WIDTH));
+        let a = bar("stage a");
+        assert_eq!(a.chars().position(|c| c == '█'), Some(12));
+        assert_eq!(a.chars().filter(|c| *c == '█').count(), 8);
+    }
+
+    #[test]
+    fn colour_uses_one_code_per_service() {
+        let spans = sample();
+        let traces = layouts(&spans);
+        let mut out = String::new();
+        render(
+            &traces[0],
+            &index(&spans),
+            HopNames::default(),
+            true,
+            &mut out,
+        );
+        let client = out
+            .lines()
+            .find(|l| l.contains("INTERNAL") && l.contains("request"))
+            .unwrap();
+        let gateway = out.lines().find(|l| l.contains("POST /v1")).unwrap();
+        assert!(client.contains("\x1b[36mclient"), "{client:?}");
+        assert!(gateway.contains("\x1b[32mgateway"), "{gateway:?}");
+        // Stripped of escapes, the coloured text is the plain text.
+        let mut stripped = String::new();
+        let mut chars = out.chars();
+        while let Some(c) = chars.next() {
+            if c == '\x1b' {
+                for c in chars.by_ref() {
+                    if c == 'm' {
+                        break;
+                    }
+                }
+            } else {
+                stripped.push(c);
+            }
+        }
+        assert_eq!(stripped, plain(&spans));
+    }
+}
