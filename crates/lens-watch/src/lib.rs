@@ -44,6 +44,8 @@ pub mod assemble;
 pub mod decode;
 pub mod encode;
 pub mod model;
+#[cfg(feature = "server")]
+pub mod receive;
 pub mod render;
 
 #[cfg(test)]

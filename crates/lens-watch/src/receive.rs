@@ -1,0 +1,422 @@
+//! The OTLP receivers (feature `server`): OTLP/gRPC `TraceService/Export` and OTLP/HTTP
+//! `POST /v1/traces`, as a Collector receives them. Each decodes a request into a [`Batch`]
+//! and sends it on a bounded channel (a full channel holds the sender back, so memory stays
+//! bounded); whoever holds the other end assembles.
+//!
+//! Bad input gets an answer, never a crash: a body over [`MAX_BODY`] bytes, or one that
+//! decompresses past it, is refused (HTTP 413, gRPC `RESOURCE_EXHAUSTED`) before it is read
+//! whole; bytes that do not decode get HTTP 400 (gRPC `INVALID_ARGUMENT`) with a message; spans
+//! with invalid ids are counted in the reply's `partial_success` and the rest is kept.
+//!
+//! ```no_run
+//! # async fn run() -> std::io::Result<()> {
+//! use lens_watch::receive;
+//! let (sender, mut batches) = tokio::sync::mpsc::channel(64);
+//! let grpc = tokio::net::TcpListener::bind("127.0.0.1:4317").await?;
+//! let http = tokio::net::TcpListener::bind("127.0.0.1:4318").await?;
+//! tokio::spawn(receive::grpc::serve(grpc, sender.clone(), std::future::pending()));
+//! tokio::spawn(receive::http::serve(http, receive::http::router(sender), std::future::pending()));
+//! while let Some(batch) = batches.recv().await {
+//!     println!("{} spans, {} rejected", batch.spans.len(), batch.rejected);
+//! }
+//! # Ok(()) }
+//! ```
+
+use crate::decode::Batch;
+
+/// The largest request body accepted, compressed or not: 20 MiB.
+pub const MAX_BODY: usize = 20 * 1024 * 1024;
+
+/// Where receivers deliver decoded requests.
+pub type Sender = tokio::sync::mpsc::Sender<Batch>;
+
+/// The message of a partial success: `None` when every span was kept.
+fn partial_success(
+    batch: &Batch,
+) -> Option<opentelemetry_proto::tonic::collector::trace::v1::ExportTracePartialSuccess> {
+    (batch.rejected > 0).then(|| {
+        opentelemetry_proto::tonic::collector::trace::v1::ExportTracePartialSuccess {
+            rejected_spans: i64::try_from(batch.rejected).unwrap_or(i64::MAX),
+            error_message: batch.error.clone().unwrap_or_default(),
+        }
+    })
+}
+
+pub mod grpc {
+    //! OTLP/gRPC: `opentelemetry.proto.collector.trace.v1.TraceService/Export`, gzip accepted.
+
+    use std::convert::Infallible;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use opentelemetry_proto::tonic::collector::trace::v1::{
+        ExportTraceServiceRequest, ExportTraceServiceResponse,
+    };
+    use prost::Message as _;
+    use tonic::Status;
+    use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EncodeBuf, Encoder};
+
+    use super::{MAX_BODY, Sender, partial_success};
+    use crate::decode::{Batch, from_request};
+
+    /// The gRPC method path.
+    pub const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+
+    /// The OTLP trace service, for a tonic server (see [`serve`]).
+    #[derive(Clone, Debug)]
+    pub struct TraceService {
+        sender: Sender,
+    }
+
+    impl TraceService {
+        /// A service delivering to `sender`.
+        pub fn new(sender: Sender) -> Self {
+            TraceService { sender }
+        }
+    }
+
+    impl tonic::server::NamedService for TraceService {
+        const NAME: &'static str = "opentelemetry.proto.collector.trace.v1.TraceService";
+    }
+
+    /// Requests decoded straight into a [`Batch`]; undecodable bytes are `INVALID_ARGUMENT`
+    /// (prost's own codec says `INTERNAL`, which tells an exporter to retry).
+    #[derive(Clone, Copy, Debug, Default)]
+    struct OtlpCodec;
+
+    #[derive(Debug)]
+    struct BatchDecoder;
+
+    #[derive(Debug)]
+    struct ResponseEncoder;
+
+    impl Codec for OtlpCodec {
+        type Encode = ExportTraceServiceResponse;
+        type Decode = Batch;
+        type Encoder = ResponseEncoder;
+        type Decoder = BatchDecoder;
+
+        fn encoder(&mut self) -> Self::Encoder {
+            ResponseEncoder
+        }
+
+        fn decoder(&mut self) -> Self::Decoder {
+            BatchDecoder
+        }
+    }
+
+    impl Decoder for BatchDecoder {
+        type Item = Batch;
+        type Error = Status;
+
+        fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Batch>, Status> {
+            match ExportTraceServiceRequest::decode(src) {
+                Ok(request) => Ok(Some(from_request(request))),
+                Err(e) => Err(Status::invalid_argument(format!(
+                    "not an OTLP/protobuf ExportTraceServiceRequest: {e}"
+                ))),
+            }
+        }
+    }
+
+    impl Encoder for ResponseEncoder {
+        type Item = ExportTraceServiceResponse;
+        type Error = Status;
+
+        fn encode(
+            &mut self,
+            item: ExportTraceServiceResponse,
+            dst: &mut EncodeBuf<'_>,
+        ) -> Result<(), Status> {
+            item.encode(dst)
+                .map_err(|e| Status::internal(format!("cannot encode the response: {e}")))
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    struct Export(Sender);
+
+    impl tonic::server::UnaryService<Batch> for Export {
+        type Response = ExportTraceServiceResponse;
+        type Future =
+            Pin<Box<dyn Future<Output = Result<tonic::Response<Self::Response>, Status>> + Send>>;
+
+        fn call(&mut self, request: tonic::Request<Batch>) -> Self::Future {
+            let sender = self.0.clone();
+            Box::pin(async move {
+                let batch = request.into_inner();
+                let response = ExportTraceServiceResponse {
+                    partial_success: partial_success(&batch),
+                };
+                sender
+                    .send(batch)
+                    .await
+                    .map_err(|_| Status::unavailable("the receiver is shutting down"))?;
+                Ok(tonic::Response::new(response))
+            })
+        }
+    }
+
+    impl<B> tower_service::Service<http::Request<B>> for TraceService
+    where
+        B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
+    {
+        type Response = http::Response<tonic::body::Body>;
+        type Error = Infallible;
+        type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+        fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, request: http::Request<B>) -> Self::Future {
+            if request.uri().path() != EXPORT_PATH {
+                return Box::pin(async {
+                    Ok(Status::unimplemented("only TraceService/Export is served").into_http())
+                });
+            }
+            let export = Export(self.sender.clone());
+            Box::pin(async move {
+                let mut grpc = tonic::server::Grpc::new(OtlpCodec)
+                    .accept_compressed(CompressionEncoding::Gzip)
+                    .send_compressed(CompressionEncoding::Gzip)
+                    .max_decoding_message_size(MAX_BODY);
+                Ok(grpc.unary(export, request).await)
+            })
+        }
+    }
+
+    /// Serves OTLP/gRPC on `listener` until `shutdown` completes.
+    pub async fn serve(
+        listener: tokio::net::TcpListener,
+        sender: Sender,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), tonic::transport::Error> {
+        tonic::transport::Server::builder()
+            .add_service(TraceService::new(sender))
+            .serve_with_incoming_shutdown(
+                tonic::transport::server::TcpIncoming::from(listener),
+                shutdown,
+            )
+            .await
+    }
+}
+
+pub mod http {
+    //! OTLP/HTTP: `POST /v1/traces`, `application/x-protobuf` or `application/json`, optionally
+    //! `Content-Encoding: gzip`; the reply an `ExportTraceServiceResponse` in the request's
+    //! content type, errors a `google.rpc.Status` likewise.
+
+    use std::future::Future;
+    use std::io::Read as _;
+
+    use axum::body::Body;
+    use axum::extract::{DefaultBodyLimit, State};
+    use axum::response::{IntoResponse, Response};
+    use axum::routing::post;
+    use http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
+    use http::{HeaderMap, StatusCode};
+    use http_body_util::BodyExt as _;
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse;
+    use prost::Message as _;
+    use serde_json::json;
+
+    use super::{MAX_BODY, Sender, partial_success};
+    use crate::decode::{decode_json, decode_protobuf};
+
+    /// The OTLP/HTTP traces path.
+    pub const TRACES_PATH: &str = "/v1/traces";
+
+    /// The content types of OTLP/HTTP.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Format {
+        Protobuf,
+        Json,
+    }
+
+    impl Format {
+        fn content_type(self) -> &'static str {
+            match self {
+                Format::Protobuf => "application/x-protobuf",
+                Format::Json => "application/json",
+            }
+        }
+    }
+
+    /// `google.rpc.Status`, the body of an OTLP/HTTP error.
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct RpcStatus {
+        #[prost(int32, tag = "1")]
+        code: i32,
+        #[prost(string, tag = "2")]
+        message: String,
+    }
+
+    /// gRPC code INVALID_ARGUMENT, for `google.rpc.Status` bodies.
+    const INVALID_ARGUMENT: i32 = 3;
+    /// gRPC code RESOURCE_EXHAUSTED.
+    const RESOURCE_EXHAUSTED: i32 = 8;
+    /// gRPC code UNAVAILABLE.
+    const UNAVAILABLE: i32 = 14;
+
+    fn error(status: StatusCode, format: Format, code: i32, message: String) -> Response {
+        let body = match format {
+            Format::Protobuf => RpcStatus { code, message }.encode_to_vec(),
+            Format::Json => json!({ "code": code, "message": message })
+                .to_string()
+                .into_bytes(),
+        };
+        (status, [(CONTENT_TYPE, format.content_type())], body).into_response()
+    }
+
+    /// The router for `POST /v1/traces`, to serve alone ([`serve`]) or merged with others.
+    pub fn router(sender: Sender) -> axum::Router {
+        axum::Router::new()
+            .route(TRACES_PATH, post(export))
+            // The limit is applied here, with the right answer (413 before reading whole).
+            .layer(DefaultBodyLimit::disable())
+            .with_state(sender)
+    }
+
+    /// Serves `router` on `listener` until `shutdown` completes.
+    pub async fn serve(
+        listener: tokio::net::TcpListener,
+        router: axum::Router,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+
+    fn media_type(headers: &HeaderMap) -> Option<Format> {
+        let value = headers.get(CONTENT_TYPE)?.to_str().ok()?;
+        let essence = value.split(';').next()?.trim();
+        if essence.eq_ignore_ascii_case("application/x-protobuf")
+            || essence.eq_ignore_ascii_case("application/protobuf")
+        {
+            Some(Format::Protobuf)
+        } else if essence.eq_ignore_ascii_case("application/json") {
+            Some(Format::Json)
+        } else {
+            None
+        }
+    }
+
+    async fn export(State(sender): State<Sender>, headers: HeaderMap, body: Body) -> Response {
+        let Some(format) = media_type(&headers) else {
+            return error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                Format::Json,
+                INVALID_ARGUMENT,
+                "Content-Type must be application/x-protobuf or application/json".to_owned(),
+            );
+        };
+        let gzip = match headers.get(CONTENT_ENCODING).map(|v| v.to_str()) {
+            None => false,
+            Some(Ok(v)) if v.trim().eq_ignore_ascii_case("identity") => false,
+            Some(Ok(v)) if v.trim().eq_ignore_ascii_case("gzip") => true,
+            Some(_) => {
+                return error(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    format,
+                    INVALID_ARGUMENT,
+                    "Content-Encoding must be gzip or identity".to_owned(),
+                );
+            }
+        };
+        let too_large = |what: &str| {
+            error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format,
+                RESOURCE_EXHAUSTED,
+                format!("{what} is over the limit of {MAX_BODY} bytes"),
+            )
+        };
+        let declared = headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > MAX_BODY as u64) {
+            return too_large("the request body");
+        }
+        let bytes = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                return too_large("the request body");
+            }
+            Err(e) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    format,
+                    INVALID_ARGUMENT,
+                    format!("cannot read the request body: {e}"),
+                );
+            }
+        };
+        let bytes = if gzip {
+            let mut out = Vec::new();
+            let decoder = flate2::read::GzDecoder::new(&bytes[..]);
+            match decoder.take(MAX_BODY as u64 + 1).read_to_end(&mut out) {
+                Ok(n) if n > MAX_BODY => return too_large("the decompressed request body"),
+                Ok(_) => bytes::Bytes::from(out),
+                Err(e) => {
+                    return error(
+                        StatusCode::BAD_REQUEST,
+                        format,
+                        INVALID_ARGUMENT,
+                        format!("the gzip body does not decompress: {e}"),
+                    );
+                }
+            }
+        } else {
+            bytes
+        };
+        let decoded = match format {
+            Format::Protobuf => decode_protobuf(&bytes),
+            Format::Json => decode_json(&bytes),
+        };
+        let batch = match decoded {
+            Ok(batch) => batch,
+            Err(e) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    format,
+                    INVALID_ARGUMENT,
+                    e.to_string(),
+                );
+            }
+        };
+        let response = ExportTraceServiceResponse {
+            partial_success: partial_success(&batch),
+        };
+        if sender.send(batch).await.is_err() {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format,
+                UNAVAILABLE,
+                "the receiver is shutting down".to_owned(),
+            );
+        }
+        let body = match format {
+            Format::Protobuf => response.encode_to_vec(),
+            Format::Json => match &response.partial_success {
+                None => b"{}".to_vec(),
+                Some(p) => json!({ "partialSuccess": {
+                    "rejectedSpans": p.rejected_spans.to_string(),
+                    "errorMessage": p.error_message,
+                } })
+                .to_string()
+                .into_bytes(),
+            },
+        };
+        (
+            StatusCode::OK,
+            [(CONTENT_TYPE, format.content_type())],
+            body,
+        )
+            .into_response()
+    }
+}

@@ -1,0 +1,491 @@
+//! The receivers against real senders: opentelemetry-otlp's exporter over OTLP/gRPC (gzip) and
+//! OTLP/HTTP (protobuf), and raw requests for every bad input.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::future::Future;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lens_watch::decode::Batch;
+use lens_watch::model::SpanKind;
+use lens_watch::receive::{self, MAX_BODY};
+use opentelemetry::KeyValue;
+use opentelemetry::trace::{
+    Span as _, SpanKind as OtelKind, TraceContextExt as _, Tracer as _, TracerProvider as _,
+};
+use opentelemetry_otlp::{WithExportConfig as _, WithTonicConfig as _};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter as _};
+use prost::Message as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::sync::mpsc;
+
+/// An exporter that keeps what the SDK hands it, so the same spans can go to a real exporter.
+#[derive(Clone, Debug, Default)]
+struct Keep(Arc<Mutex<Vec<SpanData>>>);
+
+impl opentelemetry_sdk::trace::SpanExporter for Keep {
+    fn export(&self, batch: Vec<SpanData>) -> impl Future<Output = OTelSdkResult> + Send {
+        self.0.lock().unwrap().extend(batch);
+        std::future::ready(Ok(()))
+    }
+}
+
+/// A client span and, as if in another process, the server span it called (remote parent),
+/// with a child: three spans of one trace, as the SDK finished them.
+fn sdk_spans() -> Vec<SpanData> {
+    let keep = Keep::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(keep.clone())
+        .build();
+    let tracer = provider.tracer("test-scope");
+    let client = tracer
+        .span_builder("GET /plan")
+        .with_kind(OtelKind::Client)
+        .with_attributes([KeyValue::new("http.request.method", "GET")])
+        .start(&tracer);
+    // What the server extracts from the traceparent: the client's context, remote.
+    let sent = client.span_context();
+    let remote = opentelemetry::trace::SpanContext::new(
+        sent.trace_id(),
+        sent.span_id(),
+        sent.trace_flags(),
+        true,
+        sent.trace_state().clone(),
+    );
+    let client_cx = opentelemetry::Context::current().with_remote_span_context(remote);
+    let server = tracer
+        .span_builder("GET /plan")
+        .with_kind(OtelKind::Server)
+        .with_attributes([
+            KeyValue::new("http.request.method", "GET"),
+            KeyValue::new("n", 7_i64),
+        ])
+        .start_with_context(&tracer, &client_cx);
+    let server_cx = opentelemetry::Context::current().with_span(server);
+    let mut child = tracer.start_with_context("plan", &server_cx);
+    child.add_event("thinking", vec![KeyValue::new("step", 1_i64)]);
+    child.end();
+    server_cx.span().end();
+    let mut client = client;
+    client.end();
+    provider.shutdown().unwrap();
+    let spans = keep.0.lock().unwrap().clone();
+    assert_eq!(spans.len(), 3);
+    spans
+}
+
+struct Receivers {
+    grpc: SocketAddr,
+    http: SocketAddr,
+    batches: mpsc::Receiver<Batch>,
+}
+
+async fn start() -> Receivers {
+    let (sender, batches) = mpsc::channel(16);
+    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addrs = (grpc.local_addr().unwrap(), http.local_addr().unwrap());
+    tokio::spawn(receive::grpc::serve(
+        grpc,
+        sender.clone(),
+        std::future::pending(),
+    ));
+    tokio::spawn(receive::http::serve(
+        http,
+        receive::http::router(sender),
+        std::future::pending(),
+    ));
+    Receivers {
+        grpc: addrs.0,
+        http: addrs.1,
+        batches,
+    }
+}
+
+fn check_received(batch: &Batch, sent: &[SpanData]) {
+    assert_eq!((batch.spans.len(), batch.rejected), (3, 0));
+    for data in sent {
+        let span = batch
+            .spans
+            .iter()
+            .find(|s| s.span_id.0 == data.span_context.span_id().to_bytes())
+            .expect("every span arrives");
+        assert_eq!(span.trace_id.0, data.span_context.trace_id().to_bytes());
+        assert_eq!(span.name, data.name);
+        assert_eq!(span.service(), "watched");
+        assert_eq!(span.scope.name, "test-scope");
+    }
+    let server = batch
+        .spans
+        .iter()
+        .find(|s| s.kind == SpanKind::Server)
+        .unwrap();
+    assert_eq!(server.parent_is_remote(), Some(true));
+    assert_eq!(
+        server.attribute("n"),
+        Some(&lens_watch::model::Value::Int(7))
+    );
+    let child = batch.spans.iter().find(|s| s.name == "plan").unwrap();
+    assert_eq!(child.parent_span_id, Some(server.span_id));
+    assert_eq!(child.parent_is_remote(), Some(false));
+    assert_eq!(child.events[0].name, "thinking");
+    // opentelemetry-rust reports the trace flags (sampled) in the low byte.
+    assert_eq!(child.flags & 0xff & 0x01, 0x01);
+}
+
+async fn export(mut exporter: opentelemetry_otlp::SpanExporter, spans: Vec<SpanData>) {
+    exporter.set_resource(
+        &Resource::builder_empty()
+            .with_service_name("watched")
+            .build(),
+    );
+    exporter
+        .export(spans)
+        .await
+        .expect("the receiver accepts the export");
+}
+
+#[tokio::test]
+async fn the_rust_sdk_exporter_over_grpc_with_gzip() {
+    let mut r = start().await;
+    let spans = sdk_spans();
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_tonic()
+        .with_endpoint(format!("http://{}", r.grpc))
+        .with_compression(opentelemetry_otlp::Compression::Gzip)
+        .build()
+        .unwrap();
+    export(exporter, spans.clone()).await;
+    check_received(&r.batches.recv().await.unwrap(), &spans);
+}
+
+#[tokio::test]
+async fn the_rust_sdk_exporter_over_http_protobuf() {
+    let mut r = start().await;
+    let spans = sdk_spans();
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_endpoint(format!("http://{}/v1/traces", r.http))
+        .build()
+        .unwrap();
+    export(exporter, spans.clone()).await;
+    check_received(&r.batches.recv().await.unwrap(), &spans);
+}
+
+const GOOD: &str = r#"{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b7","name":"ok","startTimeUnixNano":"1","endTimeUnixNano":"2"}"#;
+const BAD_ID: &str = r#"{"traceId":"4bf92f","spanId":"00f067aa0ba902b7","name":"bad"}"#;
+
+fn json_request(spans: &str) -> String {
+    format!(r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{spans}]}}]}}]}}"#)
+}
+
+async fn post(
+    addr: SocketAddr,
+    content_type: &str,
+    encoding: Option<&str>,
+    body: Vec<u8>,
+) -> (u16, String, Vec<u8>) {
+    let mut request = reqwest::Client::new()
+        .post(format!("http://{addr}/v1/traces"))
+        .header("content-type", content_type)
+        .body(body);
+    if let Some(e) = encoding {
+        request = request.header("content-encoding", e);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let ct = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (status, ct, response.bytes().await.unwrap().to_vec())
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+#[tokio::test]
+async fn json_with_a_bad_span_gets_a_partial_success_in_json_and_keeps_the_rest() {
+    let mut r = start().await;
+    let body = json_request(&format!("{GOOD},{BAD_ID}"));
+    let (status, ct, reply) = post(
+        r.http,
+        "application/json; charset=utf-8",
+        None,
+        body.into_bytes(),
+    )
+    .await;
+    assert_eq!((status, ct.as_str()), (200, "application/json"));
+    let reply: serde_json::Value = serde_json::from_slice(&reply).unwrap();
+    assert_eq!(reply["partialSuccess"]["rejectedSpans"], "1");
+    assert!(
+        reply["partialSuccess"]["errorMessage"]
+            .as_str()
+            .unwrap()
+            .contains("invalid trace id")
+    );
+    let batch = r.batches.recv().await.unwrap();
+    assert_eq!((batch.spans.len(), batch.rejected), (1, 1));
+}
+
+#[tokio::test]
+async fn gzip_json_is_accepted_and_a_clean_request_replies_without_partial_success() {
+    let mut r = start().await;
+    let body = gzip(json_request(GOOD).as_bytes());
+    let (status, _, reply) = post(r.http, "application/json", Some("gzip"), body).await;
+    assert_eq!(status, 200);
+    assert_eq!(reply, b"{}");
+    assert_eq!(r.batches.recv().await.unwrap().spans.len(), 1);
+}
+
+#[tokio::test]
+async fn protobuf_with_a_bad_span_gets_a_partial_success_in_protobuf() {
+    let r = start().await;
+    let mut request = lens_watch::encode::to_request(
+        &lens_watch::decode::decode_json(json_request(GOOD).as_bytes())
+            .unwrap()
+            .spans,
+    );
+    let mut bad = request.resource_spans[0].scope_spans[0].spans[0].clone();
+    bad.span_id = vec![0; 8];
+    request.resource_spans[0].scope_spans[0].spans.push(bad);
+    let (status, ct, reply) = post(
+        r.http,
+        "application/x-protobuf",
+        None,
+        request.encode_to_vec(),
+    )
+    .await;
+    assert_eq!((status, ct.as_str()), (200, "application/x-protobuf"));
+    let reply = ExportTraceServiceResponse::decode(&reply[..]).unwrap();
+    assert_eq!(reply.partial_success.unwrap().rejected_spans, 1);
+}
+
+/// `google.rpc.Status` as OTLP/HTTP error bodies carry it.
+#[derive(Clone, PartialEq, prost::Message)]
+struct RpcStatus {
+    #[prost(int32, tag = "1")]
+    code: i32,
+    #[prost(string, tag = "2")]
+    message: String,
+}
+
+#[tokio::test]
+async fn undecodable_protobuf_is_400_with_a_status_message() {
+    let r = start().await;
+    let (status, ct, reply) = post(r.http, "application/x-protobuf", None, vec![0xff; 16]).await;
+    assert_eq!((status, ct.as_str()), (400, "application/x-protobuf"));
+    let reply = RpcStatus::decode(&reply[..]).unwrap();
+    assert_eq!(reply.code, 3);
+    assert!(reply.message.contains("OTLP/protobuf"), "{}", reply.message);
+}
+
+#[tokio::test]
+async fn undecodable_json_is_400_with_a_json_message() {
+    let r = start().await;
+    let (status, _, reply) = post(
+        r.http,
+        "application/json",
+        None,
+        b"{\"resourceSpans\":[".to_vec(),
+    )
+    .await;
+    assert_eq!(status, 400);
+    let reply: serde_json::Value = serde_json::from_slice(&reply).unwrap();
+    assert!(
+        reply["message"].as_str().unwrap().starts_with("not JSON"),
+        "{reply}"
+    );
+}
+
+#[tokio::test]
+async fn a_corrupt_gzip_body_is_400() {
+    let r = start().await;
+    let (status, _, reply) = post(
+        r.http,
+        "application/json",
+        Some("gzip"),
+        b"not gzip at all".to_vec(),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(String::from_utf8_lossy(&reply).contains("does not decompress"));
+}
+
+#[tokio::test]
+async fn another_content_type_or_encoding_is_415() {
+    let r = start().await;
+    assert_eq!(post(r.http, "text/plain", None, b"x".to_vec()).await.0, 415);
+    assert_eq!(
+        post(r.http, "application/json", Some("br"), b"{}".to_vec())
+            .await
+            .0,
+        415
+    );
+}
+
+#[tokio::test]
+async fn a_gzip_bomb_is_413() {
+    let r = start().await;
+    // 21 MiB of zeros compress to about 21 KiB.
+    let bomb = gzip(&vec![0u8; MAX_BODY + 1024 * 1024]);
+    assert!(bomb.len() < 1024 * 1024);
+    let (status, _, reply) = post(r.http, "application/x-protobuf", Some("gzip"), bomb).await;
+    assert_eq!(status, 413);
+    let reply = RpcStatus::decode(&reply[..]).unwrap();
+    assert!(reply.message.contains("decompressed"), "{}", reply.message);
+}
+
+/// Sends `head` (request line and headers) and then `body` on a raw connection; the status
+/// code of the reply, read as soon as it comes.
+async fn raw(addr: SocketAddr, head: &str, body: Option<Vec<u8>>) -> u16 {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    if let Some(body) = body {
+        // The server may answer and close before reading it all.
+        let _ = stream.write_all(&body).await;
+    }
+    let mut reply = vec![0u8; 64];
+    let n = tokio::time::timeout(Duration::from_secs(30), stream.read(&mut reply))
+        .await
+        .expect("an answer without the body")
+        .unwrap();
+    let text = String::from_utf8_lossy(&reply[..n]).into_owned();
+    text.split(' ').nth(1).unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn a_declared_length_over_the_limit_is_413_before_any_body_is_sent() {
+    let r = start().await;
+    let head = format!(
+        "POST /v1/traces HTTP/1.1\r\nhost: x\r\ncontent-type: application/x-protobuf\r\ncontent-length: {}\r\n\r\n",
+        MAX_BODY + 1
+    );
+    assert_eq!(raw(r.http, &head, None).await, 413);
+}
+
+#[tokio::test]
+async fn a_chunked_body_over_the_limit_is_413() {
+    let r = start().await;
+    let head = "POST /v1/traces HTTP/1.1\r\nhost: x\r\ncontent-type: application/x-protobuf\r\ntransfer-encoding: chunked\r\n\r\n";
+    let size = MAX_BODY + 1;
+    let mut body = format!("{size:x}\r\n").into_bytes();
+    body.extend(std::iter::repeat_n(0u8, size));
+    body.extend(b"\r\n0\r\n\r\n");
+    assert_eq!(raw(r.http, head, Some(body)).await, 413);
+}
+
+// ---- gRPC with raw bytes: what no SDK would send ----
+
+#[derive(Clone, Copy, Debug, Default)]
+struct RawCodec;
+#[derive(Debug)]
+struct RawEncoder;
+#[derive(Debug)]
+struct ReplyDecoder;
+
+impl tonic::codec::Codec for RawCodec {
+    type Encode = Vec<u8>;
+    type Decode = ExportTraceServiceResponse;
+    type Encoder = RawEncoder;
+    type Decoder = ReplyDecoder;
+    fn encoder(&mut self) -> RawEncoder {
+        RawEncoder
+    }
+    fn decoder(&mut self) -> ReplyDecoder {
+        ReplyDecoder
+    }
+}
+
+impl tonic::codec::Encoder for RawEncoder {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+    fn encode(
+        &mut self,
+        item: Vec<u8>,
+        dst: &mut tonic::codec::EncodeBuf<'_>,
+    ) -> Result<(), tonic::Status> {
+        bytes::BufMut::put_slice(dst, &item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for ReplyDecoder {
+    type Item = ExportTraceServiceResponse;
+    type Error = tonic::Status;
+    fn decode(
+        &mut self,
+        src: &mut tonic::codec::DecodeBuf<'_>,
+    ) -> Result<Option<Self::Item>, tonic::Status> {
+        ExportTraceServiceResponse::decode(src)
+            .map(Some)
+            .map_err(|e| tonic::Status::internal(e.to_string()))
+    }
+}
+
+async fn grpc_raw(
+    addr: SocketAddr,
+    body: Vec<u8>,
+) -> Result<ExportTraceServiceResponse, tonic::Status> {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut client = tonic::client::Grpc::new(channel);
+    client.ready().await.unwrap();
+    client
+        .unary(
+            tonic::Request::new(body),
+            http::uri::PathAndQuery::from_static(receive::grpc::EXPORT_PATH),
+            RawCodec,
+        )
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+#[tokio::test]
+async fn grpc_undecodable_bytes_are_invalid_argument() {
+    let r = start().await;
+    let status = grpc_raw(r.grpc, vec![0xff; 16]).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    assert!(
+        status.message().contains("OTLP/protobuf"),
+        "{}",
+        status.message()
+    );
+}
+
+#[tokio::test]
+async fn grpc_a_bad_span_gets_a_partial_success_and_the_rest_is_kept() {
+    let mut r = start().await;
+    let mut request = lens_watch::encode::to_request(
+        &lens_watch::decode::decode_json(json_request(GOOD).as_bytes())
+            .unwrap()
+            .spans,
+    );
+    let mut bad = request.resource_spans[0].scope_spans[0].spans[0].clone();
+    bad.trace_id.truncate(3);
+    request.resource_spans[0].scope_spans[0].spans.push(bad);
+    let reply = grpc_raw(r.grpc, request.encode_to_vec()).await.unwrap();
+    assert_eq!(reply.partial_success.unwrap().rejected_spans, 1);
+    let batch = r.batches.recv().await.unwrap();
+    assert_eq!((batch.spans.len(), batch.rejected), (1, 1));
+}
+
+#[tokio::test]
+async fn grpc_a_message_over_the_limit_is_refused() {
+    let r = start().await;
+    let status = grpc_raw(r.grpc, vec![0u8; MAX_BODY + 1]).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::OutOfRange, "{status:?}");
+}
