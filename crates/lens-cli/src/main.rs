@@ -19,6 +19,7 @@ use clap::{CommandFactory as _, Parser, Subcommand};
 
 mod demo;
 mod inspect;
+mod view;
 mod w3c_service;
 
 /// `--json`, `--json=true` or `--json=false` (and clap's other boolish words): a switch that

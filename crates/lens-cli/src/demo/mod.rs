@@ -4,9 +4,9 @@
 //! * [`topology`]: the services (axum gateway and planner, tonic trainer, rollout worker,
 //!   pipeline ranks as threads), each with its own tracer provider and `service.name`.
 //! * [`collect`]: the embedded span store every provider exports into.
-//! * [`waterfall`]: the trace as a tree with links, services, kinds, durations and time bars
-//!   (text, colour only on a terminal; JSON), and the summary line; [`html`]: the same as a
-//!   self-contained HTML page.
+//! * The waterfall (text, colour only on a terminal; JSON; a self-contained HTML page) is
+//!   lens-watch's, the one `lens watch` draws: the collector is one more source of spans
+//!   ([`crate::view::FromSdk`]).
 //! * [`otlp`]: `--otlp URL`, the spans sent to a collector with opentelemetry-otlp.
 #![forbid(unsafe_code)]
 
@@ -20,13 +20,26 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use opentelemetry::trace::TraceId;
 
-mod collect;
-mod html;
+pub(crate) mod collect;
 mod otlp;
 mod topology;
-mod waterfall;
 
 use collect::{CollectedSpan, Collector};
+use lens_watch::render;
+
+use crate::view::{FromSdk, HOP_NAMES};
+
+/// The foot of the `--html` page.
+const HTML_FOOTER: &str = "Written by <code>lens demo --html</code>. Bars: start and duration of each span within its trace; hover a bar for its attributes.";
+
+/// The collected spans as lens-watch spans.
+fn model(spans: &[CollectedSpan]) -> Vec<lens_watch::model::Span> {
+    let mut from = FromSdk::default();
+    spans
+        .iter()
+        .filter_map(|s| from.span(&s.service, &s.data))
+        .collect()
+}
 use topology::{Demo, DemoError};
 
 /// `lens demo`: one traced request through a small AI system, all in this process.
@@ -227,11 +240,12 @@ async fn run(options: &Options) -> bool {
     demo.flush();
     let mut ok = failures.is_empty() && all_complete;
 
-    let traces = waterfall::traces(&spans);
-    let index = waterfall::index(&spans);
+    let model = model(&spans);
+    let traces = render::layouts(&model);
+    let index = render::index(&model);
     let mut out = String::new();
     if options.json {
-        match serde_json::to_string_pretty(&waterfall::render_json(&traces)) {
+        match serde_json::to_string_pretty(&render::json::spans(&traces)) {
             Ok(json) => {
                 out.push_str(&json);
                 out.push('\n');
@@ -253,14 +267,14 @@ async fn run(options: &Options) -> bool {
             if i > 0 {
                 out.push('\n');
             }
-            waterfall::render_text(trace, &index, colour, &mut out);
+            render::text::render(trace, &index, HOP_NAMES, colour, &mut out);
         }
     } else {
         let mut complete_count = 0;
         for trace in &traces {
-            let summary = trace.summary();
+            let summary = trace.summary(HOP_NAMES);
             complete_count += usize::from(summary.is_complete());
-            out.push_str(&waterfall::summary_line(&summary));
+            out.push_str(&render::summary_line(&summary));
             out.push('\n');
         }
         out.push_str(&format!(
@@ -284,7 +298,12 @@ async fn run(options: &Options) -> bool {
 
     if let Some((path, file)) = &options.html {
         let mut file = file;
-        match file.write_all(html::render_html(&traces, &index).as_bytes()) {
+        let title = match traces.as_slice() {
+            [one] => format!("lens demo: trace {}", one.trace_id),
+            _ => format!("lens demo: {} traces", traces.len()),
+        };
+        let page = render::html::page(&traces, &index, HOP_NAMES, &title, HTML_FOOTER);
+        match file.write_all(page.as_bytes()) {
             Ok(()) => eprintln!("wrote {}", path.display()),
             Err(e) => {
                 eprintln!("error: cannot write {}: {e}", path.display());
@@ -358,12 +377,13 @@ async fn send_all(
 
 /// Every trace in `ids` is present and complete (one root, every parent present).
 fn complete(spans: &[CollectedSpan], ids: &[TraceId]) -> bool {
-    let traces = waterfall::traces(spans);
+    let model = model(spans);
+    let traces = render::layouts(&model);
     ids.iter().all(|id| {
         traces
             .iter()
-            .find(|t| t.trace_id == *id)
-            .is_some_and(|t| t.summary().is_complete())
+            .find(|t| t.trace_id.0 == id.to_bytes())
+            .is_some_and(|t| t.summary(HOP_NAMES).is_complete())
     })
 }
 

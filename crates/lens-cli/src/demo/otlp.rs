@@ -169,7 +169,7 @@ pub(crate) async fn export(
             Err(_) => {
                 return Err(format!(
                     "no answer within {} ({sent} spans sent before)",
-                    super::waterfall::format_duration(guard)
+                    lens_watch::render::format_duration(guard)
                 ));
             }
         }
