@@ -5,6 +5,10 @@
 //!   rejects anything invalid; `--json` for one JSON object per value.
 //! * `lens demo`: one request through HTTP, gRPC, a remote call and pipeline ranks, printed
 //!   as one trace (a waterfall; `--json`, `--html FILE`, `--requests N`, `--otlp URL`).
+//! * `lens watch`: receive OTLP/gRPC and OTLP/HTTP from every service and show each trace as
+//!   it completes (waterfall or `--json`; `--save FILE`; a live page on the HTTP port).
+//! * `lens check FILE...`: the traces of OTLP/JSON lines files (as `lens watch --save` and
+//!   the Collector's file exporter write them), printed as `lens watch` prints them.
 //! * `lens w3c-service`: the service under test of the W3C Trace Context test suite.
 //! * `lens completions SHELL`: a completion script for the shell.
 //!
@@ -17,10 +21,12 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory as _, Parser, Subcommand};
 
+mod check;
 mod demo;
 mod inspect;
 mod view;
 mod w3c_service;
+mod watch;
 
 /// `--json`, `--json=true` or `--json=false` (and clap's other boolish words): a switch that
 /// scripts can also pass a value to. Each command sets its own help with `mut_arg("json", ...)`.
@@ -63,6 +69,10 @@ enum Command {
     Inspect(inspect::Args),
     /// Run a traced request through HTTP, gRPC, a remote call and 4 ranks; print its trace
     Demo(demo::Args),
+    /// Receive OTLP from every service and show each trace as it completes (and on a live page)
+    Watch(watch::Args),
+    /// Print the traces of OTLP/JSON files (as `lens watch --save` writes them)
+    Check(check::Args),
     /// Run the W3C Trace Context test service (docs/propagation-rules.md#w3c-test-service)
     #[command(name = "w3c-service")]
     W3cService(w3c_service::Args),
@@ -80,6 +90,8 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Inspect(args) => inspect::main(args),
         Command::Demo(args) => demo::main(args),
+        Command::Watch(args) => watch::main(args),
+        Command::Check(args) => check::main(args),
         Command::W3cService(args) => w3c_service::main(args),
         Command::Completions { shell } => {
             let mut script = Vec::new();

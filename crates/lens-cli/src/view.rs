@@ -6,11 +6,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use lens_watch::assemble::{Assembler, Stats};
 use lens_watch::model::{
     self, Event, FLAG_HAS_IS_REMOTE, FLAG_PARENT_IS_REMOTE, KeyValue, Link, Resource, Scope,
     SpanId, TraceId,
 };
-use lens_watch::render::HopNames;
+use lens_watch::render::{self, HopNames};
 use opentelemetry::trace::{SpanKind, Status};
 use opentelemetry::{Array, Value};
 use opentelemetry_sdk::trace::SpanData;
@@ -153,6 +154,91 @@ impl FromSdk {
             },
         })
     }
+}
+
+/// Colour: auto (when stdout is a terminal and NO_COLOR is unset), always or never.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Colour {
+    Auto,
+    Always,
+    Never,
+}
+
+impl Colour {
+    /// Whether to colour standard output.
+    pub(crate) fn enabled(self) -> bool {
+        use std::io::IsTerminal as _;
+        match self {
+            Colour::Always => true,
+            Colour::Never => false,
+            Colour::Auto => {
+                std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+            }
+        }
+    }
+}
+
+/// How a completed trace is printed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Output {
+    /// The waterfall, coloured or not.
+    Text {
+        /// ANSI colours.
+        colour: bool,
+    },
+    /// One JSON object a line.
+    Json,
+}
+
+/// Trace `id` held by `assembler`, printed as `output` into `out`: the waterfall (links into
+/// other held traces resolved by name) or one JSON line. Nothing when the trace is not held.
+pub(crate) fn print_trace(assembler: &Assembler, id: TraceId, output: Output, out: &mut String) {
+    let Some(entry) = assembler.trace(&id) else {
+        return;
+    };
+    let layout = render::layout(id, entry.spans.iter().collect());
+    match output {
+        Output::Json => {
+            out.push_str(&render::json::trace(&layout).to_string());
+            out.push('\n');
+        }
+        Output::Text { colour } => {
+            let mut index = render::index(&entry.spans);
+            for link in entry.spans.iter().flat_map(|s| &s.links) {
+                if link.trace_id == id {
+                    continue;
+                }
+                let target = assembler
+                    .trace(&link.trace_id)
+                    .and_then(|t| t.spans.iter().find(|s| s.span_id == link.span_id));
+                if let Some(target) = target {
+                    index.insert((link.trace_id, link.span_id), target);
+                }
+            }
+            render::text::render(&layout, &index, HOP_NAMES, colour, out);
+        }
+    }
+}
+
+/// The status line: spans received, traces, services, rejected, evicted (never silent).
+pub(crate) fn status_line(stats: &Stats) -> String {
+    let mut line = format!(
+        "{} spans received, {} traces ({} complete), {} services, {} rejected, {} traces evicted ({} spans)",
+        stats.spans_received,
+        stats.traces,
+        stats.traces_completed,
+        stats.services,
+        stats.spans_rejected,
+        stats.evicted_traces,
+        stats.evicted_spans,
+    );
+    if stats.dropped_spans > 0 {
+        line.push_str(&format!(
+            ", {} spans dropped over the per-trace limit",
+            stats.dropped_spans
+        ));
+    }
+    line
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ mod topology;
 use collect::{CollectedSpan, Collector};
 use lens_watch::render;
 
-use crate::view::{FromSdk, HOP_NAMES};
+use crate::view::{Colour, FromSdk, HOP_NAMES};
 
 /// The foot of the `--html` page.
 const HTML_FOOTER: &str = "Written by <code>lens demo --html</code>. Bars: start and duration of each span within its trace; hover a bar for its attributes.";
@@ -114,13 +114,6 @@ const MAX_COUNT: i64 = 100_000;
 
 /// How long to wait for the last spans of the requests to end after the last reply.
 const SPAN_WAIT: Duration = Duration::from_secs(10);
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum Colour {
-    Auto,
-    Always,
-    Never,
-}
 
 /// `--otlp`: an `http` or `https` URL with a host.
 fn collector_url(value: &str) -> Result<String, String> {
@@ -256,13 +249,7 @@ async fn run(options: &Options) -> bool {
             }
         }
     } else if options.requests == 1 {
-        let colour = match options.colour {
-            Colour::Always => true,
-            Colour::Never => false,
-            Colour::Auto => {
-                std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-            }
-        };
+        let colour = options.colour.enabled();
         for (i, trace) in traces.iter().enumerate() {
             if i > 0 {
                 out.push('\n');

@@ -1,0 +1,139 @@
+//! `lens check FILE...`: traces from OTLP/JSON lines (as `lens watch --save` and the
+//! Collector's file exporter write them; `-` for standard input), printed as `lens watch`
+//! prints them.
+
+use std::io::{BufRead as _, Write as _};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use lens_watch::assemble::{Assembler, Config};
+use lens_watch::decode::decode_json;
+
+use crate::view::{Colour, Output, print_trace, status_line};
+
+/// `lens check`: the traces of OTLP/JSON files.
+#[derive(Debug, clap::Args)]
+#[command(
+    long_about = "Reads OTLP/JSON lines (one ExportTraceServiceRequest a line, as `lens watch \
+--save` and the OpenTelemetry Collector's file exporter write them) from each FILE (`-` for \
+standard input), groups the spans by trace and prints each trace as `lens watch` does: its \
+waterfall, or with --json one JSON object a line.",
+    mut_arg("json", |a| a.help("Print one JSON object per trace (a line each) instead of the waterfall")),
+    after_help = "Exit status: 0 read and printed, 2 usage error or an unreadable or invalid \
+file (the message names the file and line)."
+)]
+pub(crate) struct Args {
+    /// OTLP/JSON lines files (`-` for standard input)
+    #[arg(value_name = "FILE", required = true)]
+    files: Vec<String>,
+
+    #[command(flatten)]
+    json: crate::JsonFlag,
+
+    /// The most traces held; the oldest whole traces beyond it are evicted (and counted)
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    max_traces: u64,
+
+    /// Colour: auto (when stdout is a terminal and NO_COLOR is unset), always or never
+    #[arg(
+        long,
+        visible_alias = "colour",
+        value_name = "WHEN",
+        value_enum,
+        ignore_case = true,
+        default_value = "auto"
+    )]
+    color: Colour,
+}
+
+/// Why a file cannot be read.
+#[derive(Debug, thiserror::Error)]
+enum CheckError {
+    #[error("cannot read {file}: {source}")]
+    Read {
+        file: String,
+        source: std::io::Error,
+    },
+    #[error("{file}:{line}: {why}")]
+    Invalid {
+        file: String,
+        line: usize,
+        why: String,
+    },
+}
+
+/// Runs `lens check`.
+pub(crate) fn main(args: Args) -> ExitCode {
+    let mut assembler = Assembler::new(Config {
+        max_traces: usize::try_from(args.max_traces).unwrap_or(usize::MAX),
+        ..Config::default()
+    });
+    for file in &args.files {
+        if let Err(e) = read(file, &mut assembler) {
+            eprintln!("error: {e}");
+            return ExitCode::from(crate::USAGE_ERROR);
+        }
+    }
+    let output = if args.json.json {
+        Output::Json
+    } else {
+        Output::Text {
+            colour: args.color.enabled(),
+        }
+    };
+    let mut out = String::new();
+    for (i, id) in assembler.flush().into_iter().enumerate() {
+        if i > 0 && !args.json.json {
+            out.push('\n');
+        }
+        print_trace(&assembler, id, output, &mut out);
+    }
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        eprintln!("error: cannot write the traces: {e}");
+        return ExitCode::FAILURE;
+    }
+    eprintln!("{}", status_line(&assembler.stats()));
+    ExitCode::SUCCESS
+}
+
+/// Adds every span of `file` to `assembler`; the first bad line is an error.
+fn read(file: &str, assembler: &mut Assembler) -> Result<(), CheckError> {
+    let read_error = |source| CheckError::Read {
+        file: file.to_owned(),
+        source,
+    };
+    let reader: Box<dyn std::io::BufRead> = if file == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(std::io::BufReader::new(
+            std::fs::File::open(file).map_err(read_error)?,
+        ))
+    };
+    let name = if file == "-" { "<stdin>" } else { file };
+    let now = Instant::now();
+    for (n, line) in reader.split(b'\n').enumerate() {
+        let line = line.map_err(read_error)?;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let invalid = |why: String| CheckError::Invalid {
+            file: name.to_owned(),
+            line: n + 1,
+            why,
+        };
+        let batch = decode_json(&line).map_err(|e| invalid(e.to_string()))?;
+        if batch.rejected > 0 {
+            return Err(invalid(format!(
+                "{} spans rejected: {}",
+                batch.rejected,
+                batch.error.unwrap_or_default()
+            )));
+        }
+        assembler.insert(batch.spans, now);
+    }
+    Ok(())
+}

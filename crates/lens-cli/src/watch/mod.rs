@@ -1,0 +1,327 @@
+//! `lens watch`: receive OTLP (gRPC and HTTP) from every service, assemble the traces and show
+//! each as it completes: the waterfall (or `--json`) on standard output, a status line on
+//! standard error, and a live page on the HTTP port.
+//!
+//! decode (lens-watch's receivers, in their tasks) → a bounded channel → assemble (one task,
+//! the only writer of the [`Assembler`]) → render (terminal, JSON lines, the page's API).
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal as _, Write as _};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use lens_watch::assemble::{Assembler, Config};
+use lens_watch::decode::Batch;
+use lens_watch::receive;
+use tokio::sync::mpsc;
+
+use crate::view::{Colour, Output, print_trace, status_line};
+
+mod page;
+
+/// `lens watch`: an OTLP receiver that shows every trace as it completes.
+#[derive(Debug, clap::Args)]
+#[command(
+    long_about = "Receives OpenTelemetry traces over OTLP/gRPC (--grpc, default 127.0.0.1:4317) \
+and OTLP/HTTP (--http, default 127.0.0.1:4318: POST /v1/traces, protobuf or JSON, gzip) from any \
+number of services, groups the spans by trace, and prints each trace once it has received no new \
+span for --quiet-for seconds: its waterfall (or with --json one JSON object a line), and a status \
+line on standard error. The page at http://ADDR/ on the HTTP port lists the traces live. Point \
+any SDK at it: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 (or :4317 with \
+OTEL_EXPORTER_OTLP_PROTOCOL=grpc); `lens demo --otlp http://127.0.0.1:4318` sends it a trace.",
+    mut_arg("json", |a| a.help("Print one JSON object per completed trace (a line each) instead of the waterfall")),
+    after_help = "Exit status: 0 stopped (Ctrl-C), 1 the --save file could not be written, 2 usage \
+error or an address that cannot be listened on."
+)]
+pub(crate) struct Args {
+    /// The OTLP/gRPC address (port 0 picks a free port)
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:4317")]
+    grpc: SocketAddr,
+
+    /// The OTLP/HTTP address, also serving the page (port 0 picks a free port)
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:4318")]
+    http: SocketAddr,
+
+    #[command(flatten)]
+    json: crate::JsonFlag,
+
+    /// Append every span received to FILE as OTLP/JSON lines (for `lens check FILE`)
+    #[arg(long, value_name = "FILE")]
+    save: Option<PathBuf>,
+
+    /// Seconds without a new span after which a trace is complete (a late span reopens it)
+    #[arg(long, value_name = "S", default_value = "2", value_parser = seconds)]
+    quiet_for: Duration,
+
+    /// The most traces held; the oldest whole traces beyond it are evicted (and counted)
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    max_traces: u64,
+
+    /// The most spans held for one trace; later ones are dropped (and counted)
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    max_spans_per_trace: u64,
+
+    /// Colour: auto (when stdout is a terminal and NO_COLOR is unset), always or never
+    #[arg(
+        long,
+        visible_alias = "colour",
+        value_name = "WHEN",
+        value_enum,
+        ignore_case = true,
+        default_value = "auto"
+    )]
+    color: Colour,
+}
+
+/// `--quiet-for`: seconds in [0, 3600].
+fn seconds(value: &str) -> Result<Duration, String> {
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0 && *s <= 3600.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| "expected seconds in [0, 3600]".to_owned())
+}
+
+/// Batches waiting for the assembler; a full channel holds the receivers back.
+const CHANNEL: usize = 256;
+
+/// The assembler, shared by its one writer (the assembly task) and the page's readers.
+#[derive(Clone, Debug)]
+pub(crate) struct Store(Arc<Mutex<Assembler>>);
+
+impl Store {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Assembler> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Binds `addr` for `flag`; a clear usage error (naming the port and the flag) when it cannot.
+fn bind(addr: SocketAddr, flag: &str) -> Result<std::net::TcpListener, ExitCode> {
+    let listener = std::net::TcpListener::bind(addr).map_err(|e| {
+        let message = if e.kind() == std::io::ErrorKind::AddrInUse {
+            format!(
+                "port {} is already in use ({flag} {addr}): another `lens watch` or an OpenTelemetry \
+Collector may be running; stop it or pass {flag} with another address",
+                addr.port()
+            )
+        } else {
+            format!("cannot listen on {addr} ({flag}): {e}")
+        };
+        crate::usage_error("watch", message)
+    })?;
+    listener.set_nonblocking(true).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::FAILURE
+    })?;
+    Ok(listener)
+}
+
+/// Runs `lens watch`.
+pub(crate) fn main(args: Args) -> ExitCode {
+    let save = match &args.save {
+        None => None,
+        Some(path) => match File::options().create(true).append(true).open(path) {
+            Ok(file) => Some((path.clone(), BufWriter::new(file))),
+            Err(e) => {
+                return crate::usage_error(
+                    "watch",
+                    format!("cannot write the --save file {}: {e}", path.display()),
+                );
+            }
+        },
+    };
+    let grpc = match bind(args.grpc, "--grpc") {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let http = match bind(args.http, "--http") {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    for (flag, addr) in [("--grpc", args.grpc), ("--http", args.http)] {
+        if !addr.ip().is_loopback() {
+            eprintln!(
+                "warning: {flag} {addr} is not a loopback address: the traces received, and the page \
+(--http), are reachable by anyone who can reach that port"
+            );
+        }
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let output = if args.json.json {
+        Output::Json
+    } else {
+        Output::Text {
+            colour: args.color.enabled(),
+        }
+    };
+    let config = Config {
+        quiet_for: args.quiet_for,
+        max_traces: usize::try_from(args.max_traces).unwrap_or(usize::MAX),
+        max_spans_per_trace: usize::try_from(args.max_spans_per_trace).unwrap_or(usize::MAX),
+        ..Config::default()
+    };
+    let code = runtime.block_on(run(grpc, http, config, output, save));
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    code
+}
+
+async fn run(
+    grpc: std::net::TcpListener,
+    http: std::net::TcpListener,
+    config: Config,
+    output: Output,
+    mut save: Option<(PathBuf, BufWriter<File>)>,
+) -> ExitCode {
+    let (grpc, http) = match (
+        tokio::net::TcpListener::from_std(grpc),
+        tokio::net::TcpListener::from_std(http),
+    ) {
+        (Ok(g), Ok(h)) => (g, h),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (grpc_addr, http_addr) = match (grpc.local_addr(), http.local_addr()) {
+        (Ok(g), Ok(h)) => (g, h),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let store = Store(Arc::new(Mutex::new(Assembler::new(config))));
+    let (sender, mut batches) = mpsc::channel::<Batch>(CHANNEL);
+    let grpc_sender = sender.clone();
+    tokio::spawn(async move {
+        if let Err(e) = receive::grpc::serve(grpc, grpc_sender, std::future::pending()).await {
+            eprintln!("error: the OTLP/gRPC receiver stopped: {e}");
+        }
+    });
+    let router = receive::http::router(sender.clone()).merge(page::router(store.clone()));
+    tokio::spawn(async move {
+        if let Err(e) = receive::http::serve(http, router, std::future::pending()).await {
+            eprintln!("error: the OTLP/HTTP receiver stopped: {e}");
+        }
+    });
+    drop(sender);
+    eprintln!(
+        "lens watch: OTLP/gRPC on {grpc_addr}, OTLP/HTTP on http://{http_addr}/v1/traces, the page on http://{http_addr}/ (Ctrl-C to stop)"
+    );
+
+    let tty = std::io::stderr().is_terminal();
+    let mut shown_status = String::new();
+    let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
+    let mut code = ExitCode::SUCCESS;
+    loop {
+        let deadline = store.lock().next_deadline();
+        let sleep = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let stop = tokio::select! {
+            batch = batches.recv() => match batch {
+                Some(batch) => {
+                    if let Some((path, file)) = &mut save
+                        && let Err(e) = append(file, &batch)
+                    {
+                        eprintln!("error: cannot append to the --save file {}: {e}", path.display());
+                        code = ExitCode::FAILURE;
+                        true
+                    } else {
+                        let mut assembler = store.lock();
+                        assembler.count_rejected(batch.rejected);
+                        assembler.insert(batch.spans, Instant::now());
+                        false
+                    }
+                }
+                None => true,
+            },
+            () = sleep => false,
+            _ = &mut ctrl_c => true,
+        };
+        let mut out = String::new();
+        let status = {
+            let mut assembler = store.lock();
+            let done = if stop {
+                assembler.flush()
+            } else {
+                assembler.poll(Instant::now())
+            };
+            for id in &done {
+                print_trace(&assembler, *id, output, &mut out);
+                if matches!(output, Output::Text { .. }) {
+                    out.push('\n');
+                }
+            }
+            status_line(&assembler.stats())
+        };
+        if !out.is_empty() {
+            if tty && !shown_status.is_empty() {
+                eprint!("\r\x1b[K");
+                shown_status.clear();
+            }
+            let mut stdout = std::io::stdout().lock();
+            if stdout
+                .write_all(out.as_bytes())
+                .and_then(|()| stdout.flush())
+                .is_err()
+            {
+                // Standard output closed (a pipe reader gone): nothing more to show.
+                return ExitCode::FAILURE;
+            }
+        }
+        if status != shown_status && (tty || !out.is_empty() || stop) {
+            if tty {
+                eprint!("\r\x1b[K{status}");
+            } else {
+                eprintln!("{status}");
+            }
+            shown_status = status;
+        }
+        if stop {
+            if tty {
+                eprintln!();
+            }
+            return code;
+        }
+    }
+}
+
+/// Appends `batch` to the save file as one OTLP/JSON line.
+fn append(file: &mut BufWriter<File>, batch: &Batch) -> std::io::Result<()> {
+    if batch.spans.is_empty() {
+        return Ok(());
+    }
+    file.write_all(lens_watch::encode::to_json_line(&batch.spans).as_bytes())?;
+    file.write_all(b"\n")?;
+    file.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quiet_windows_are_seconds_up_to_an_hour() {
+        assert_eq!(seconds("0.25"), Ok(Duration::from_millis(250)));
+        assert_eq!(seconds("0"), Ok(Duration::ZERO));
+        for bad in ["-1", "3601", "NaN", "x"] {
+            assert!(seconds(bad).is_err(), "{bad}");
+        }
+    }
+}
