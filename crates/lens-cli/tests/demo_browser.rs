@@ -6,112 +6,16 @@
 //! `.ci/run`), which makes a missing browser a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod browser_support;
 mod demo_support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
 
+use browser_support::{WINDOW_SIZE, browse, chromium, console_messages, tempdir};
 use demo_support::{run, stderr};
 
-/// The browser window the bars are measured in and the screenshot taken of.
-const WINDOW_SIZE: &str = "--window-size=1400,900";
-
-/// How long one Chromium run may take before it is killed (a loaded machine, a cold start).
-const BROWSER_LIMIT: Duration = Duration::from_secs(120);
-
-/// The Chromium binary, or `None` (after the note or failure `LENS_BROWSER` asks for).
-fn chromium() -> Option<PathBuf> {
-    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists());
-    if found.is_none() {
-        let required = std::env::var("LENS_BROWSER").is_ok_and(|v| v == "require");
-        assert!(
-            !required,
-            "LENS_BROWSER=require but Chromium is not installed (Debian: apt-get install chromium)"
-        );
-        eprintln!(
-            "note: skipped: Chromium is not installed (Debian package `chromium`); \
-             LENS_BROWSER=require makes this a failure"
-        );
-    }
-    found
-}
-
-/// What one headless Chromium run printed.
-struct Browser {
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs headless Chromium on `page` with `args` (`--dump-dom`, `--screenshot=...`), in a fresh
-/// profile, with the network features that would reach out switched off.
-fn browse(chromium: &Path, work: &Path, page: &Path, args: &[&str]) -> Browser {
-    let profile = tempdir(work, "profile");
-    let mut child = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(args)
-        .arg(format!("file://{}", page.display()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Read both pipes while waiting, so that a full pipe cannot stall the browser.
-    let out = child.stdout.take().unwrap();
-    let err = child.stderr.take().unwrap();
-    let read = |mut pipe: Box<dyn std::io::Read + Send>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = pipe.read_to_string(&mut text);
-            text
-        })
-    };
-    let (out, err) = (read(Box::new(out)), read(Box::new(err)));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > BROWSER_LIMIT {
-            let _ = child.kill();
-            panic!("Chromium did not finish within {BROWSER_LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let browser = Browser {
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    };
-    assert!(status.success(), "Chromium failed: {}", browser.stderr);
-    let _ = std::fs::remove_dir_all(&profile);
-    browser
-}
-
-fn tempdir(work: &Path, name: &str) -> PathBuf {
-    let dir = work.join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// The console messages Chromium logged (`...:CONSOLE:...] "message", source: ...`). The page
-/// has no script, so any message is the browser complaining about it.
-fn console_messages(log: &str) -> Vec<&str> {
-    log.lines().filter(|l| l.contains(":CONSOLE")).collect()
+fn file_url(page: &Path) -> String {
+    format!("file://{}", page.display())
 }
 
 /// The span ids of `lens demo --json` output.
@@ -153,7 +57,7 @@ fn the_html_waterfall_shows_every_span_in_chromium() {
     assert!(!ids.is_empty());
 
     // The page as written: every span's row holds its bar, and the console says nothing.
-    let shown = browse(&chromium, &work, &page, &["--dump-dom"]);
+    let shown = browse(&chromium, &work, &file_url(&page), &["--dump-dom"]);
     for id in &ids {
         let row = shown
             .stdout
@@ -180,7 +84,7 @@ fn the_html_waterfall_shows_every_span_in_chromium() {
     let measured = browse(
         &chromium,
         &work,
-        &measured_page,
+        &file_url(&measured_page),
         &["--dump-dom", WINDOW_SIZE],
     );
     assert_eq!(console_messages(&measured.stderr), Vec::<&str>::new());
@@ -215,7 +119,7 @@ fn the_html_waterfall_shows_every_span_in_chromium() {
     browse(
         &chromium,
         &work,
-        &page,
+        &file_url(&page),
         &[
             &format!("--screenshot={}", screenshot.display()),
             WINDOW_SIZE,
@@ -243,7 +147,7 @@ fn the_console_check_sees_a_page_error() {
         "<!DOCTYPE html><html><body><script>missingFunction();</script></body></html>",
     )
     .unwrap();
-    let shown = browse(&chromium, &work, &page, &["--dump-dom"]);
+    let shown = browse(&chromium, &work, &file_url(&page), &["--dump-dom"]);
     let messages = console_messages(&shown.stderr);
     assert_eq!(messages.len(), 1, "{}", shown.stderr);
     assert!(messages[0].contains("missingFunction"), "{messages:?}");
