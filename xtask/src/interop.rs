@@ -21,7 +21,8 @@ usage: cargo xtask interop
 
 Checks lens against the real Python library NVIDIA NeMo Lens 0.1.0, live: HTTP both ways (FastAPI +
 aiohttp with NeMo Lens, axum + reqwest with lens), NCCL context bytes both ways, Ray-style
-remote-call carriers both ways. Scenarios and checks: docs/interop-with-python.md.
+remote-call carriers both ways, and both SDKs' OTLP exporters into `lens watch`. Scenarios and
+checks: docs/interop-with-python.md.
 
 Needs a Python >= 3.13 (nemo-lens 0.1.0 requires it), looked for in this order:
   $LENS_INTEROP_PYTHON, python3.14 / python3.13 / python3 / python on PATH, then
@@ -90,14 +91,17 @@ pub(crate) fn interop(args: &[String]) -> Result {
         .map_or_else(|| target.join("interop-venv"), PathBuf::from);
     let venv_python = ensure_venv(&python, &root, &cache)?;
 
+    // lens-cli too: the `watch` scenario runs `lens watch` and `lens check`.
     run(
         "interop build",
-        cargo(&["build", "--quiet", "-p", "lens-interop"]),
+        cargo(&["build", "--quiet", "-p", "lens-interop", "-p", "lens-cli"]),
     )?;
-    let harness = target
-        .join("debug")
-        .join(format!("lens-interop{}", std::env::consts::EXE_SUFFIX));
-    let mut command = Command::new(&harness);
+    let bin = |name: &str| {
+        target
+            .join("debug")
+            .join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+    };
+    let mut command = Command::new(bin("lens-interop"));
     command
         .arg("--python")
         .arg(&venv_python)
@@ -105,6 +109,8 @@ pub(crate) fn interop(args: &[String]) -> Result {
         .arg(root.join("tests").join("interop").join("python"))
         .arg("--out")
         .arg(target.join("interop"))
+        .arg("--lens")
+        .arg(bin("lens"))
         .current_dir(&root);
     run_bounded("interop", command, HARNESS_TIMEOUT)
 }

@@ -16,8 +16,12 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, Trace
 from nemo.lens import NemoLensConfig, setup_telemetry
 
 
-def setup(service_name: str):
-    """Enables NeMo Lens telemetry with an in-memory span exporter; returns (handle, exporter)."""
+def setup(service_name: str, otlp_protocol: str | None = None, otlp_endpoint: str | None = None):
+    """Enables NeMo Lens telemetry with an in-memory span exporter; returns (handle, exporter).
+
+    With `otlp_protocol` (`grpc` or `http/protobuf`) and `otlp_endpoint`, every span also goes,
+    as it ends, to that OTLP receiver (`lens watch`) through the SDK's own OTLP exporter.
+    """
     exporter = InMemorySpanExporter()
     config = NemoLensConfig(
         enabled=True,
@@ -26,6 +30,18 @@ def setup(service_name: str):
         exporter="console",
     )
     handle = setup_telemetry(config, span_exporter=exporter)
+    if otlp_protocol:
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+        if otlp_protocol == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+            otlp = OTLPSpanExporter(endpoint=otlp_endpoint, insecure=True)
+        else:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+            otlp = OTLPSpanExporter(endpoint=otlp_endpoint)
+        trace.get_tracer_provider().add_span_processor(SimpleSpanProcessor(otlp))
     return handle, exporter
 
 

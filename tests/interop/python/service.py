@@ -1,11 +1,13 @@
 """The Python HTTP service of the interop run: FastAPI + NeMo Lens, calling Rust through aiohttp.
 
     python service.py --rust-url http://127.0.0.1:PORT --spans PATH
+        [--otlp-protocol grpc|http/protobuf --otlp-endpoint URL]
 
 Binds 127.0.0.1 on a free port and prints `LISTENING <port>`. The FastAPI app is instrumented
 with NeMo Lens's `instrument_fastapi`, the aiohttp client with `instrument_aiohttp_client`.
 When standard input closes, the server stops, every span is flushed and written to PATH as JSON,
-and `SPANS <count>` is printed.
+and `SPANS <count>` is printed. With `--otlp-*`, every span is also exported, as it ends, by the
+SDK's OTLP exporter (gRPC or HTTP/protobuf) to that endpoint (`lens watch`).
 
 Endpoints (each answers with what it saw, `describe()` of the current Context):
   GET  /health   readiness (not traced: OTEL_PYTHON_FASTAPI_EXCLUDED_URLS=health)
@@ -39,10 +41,12 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rust-url", required=True)
     parser.add_argument("--spans", required=True)
+    parser.add_argument("--otlp-protocol", choices=["grpc", "http/protobuf"])
+    parser.add_argument("--otlp-endpoint")
     args = parser.parse_args()
     rust_url = args.rust_url.rstrip("/")
 
-    handle, exporter = common.setup("lens-interop-python")
+    handle, exporter = common.setup("lens-interop-python", args.otlp_protocol, args.otlp_endpoint)
     instrument_aiohttp_client()
 
     app = FastAPI()

@@ -129,13 +129,61 @@ async fn leaf(cx: RequestContext) -> Json<Value> {
     Json(json!({"rust_leaf": seen(cx.context())}))
 }
 
+/// Where both sides also send their spans over OTLP (the `watch` scenario: a running
+/// `lens watch`), each with its SDK's own OTLP exporter.
+#[derive(Clone, Debug)]
+pub(crate) struct OtlpTargets {
+    /// The Python exporter: `grpc` or `http/protobuf`, and its endpoint.
+    pub(crate) python: (&'static str, String),
+    /// The Rust exporter (opentelemetry-otlp): gRPC or HTTP/protobuf, and its endpoint.
+    pub(crate) rust: (opentelemetry_otlp::Protocol, String),
+}
+
+/// The Rust service's name in OTLP exports.
+pub(crate) const RUST_SERVICE: &str = "lens-interop-rust";
+
+/// Sends `spans` to `target` with opentelemetry-otlp, as service [`RUST_SERVICE`].
+async fn export_rust(
+    spans: Vec<opentelemetry_sdk::trace::SpanData>,
+    target: &(opentelemetry_otlp::Protocol, String),
+) -> Result<()> {
+    use opentelemetry_otlp::WithExportConfig as _;
+    use opentelemetry_sdk::trace::SpanExporter as _;
+    let failed = |e: &dyn std::fmt::Display| Error::Http {
+        what: format!("OTLP export to {}", target.1),
+        message: e.to_string(),
+    };
+    let builder = opentelemetry_otlp::SpanExporter::builder();
+    let built = match target.0 {
+        opentelemetry_otlp::Protocol::Grpc => {
+            builder.with_tonic().with_endpoint(target.1.clone()).build()
+        }
+        protocol => builder
+            .with_http()
+            .with_protocol(protocol)
+            .with_endpoint(target.1.clone())
+            .build(),
+    };
+    let mut exporter = built.map_err(|e| failed(&e))?;
+    exporter.set_resource(
+        &opentelemetry_sdk::Resource::builder_empty()
+            .with_service_name(RUST_SERVICE)
+            .build(),
+    );
+    exporter.export(spans).await.map_err(|e| failed(&e))?;
+    let _ignored = exporter.shutdown();
+    Ok(())
+}
+
+/// Runs the scenario; every span of both sides (and, with `otlp`, sends them there).
 pub(crate) async fn run(
     python: &Path,
     scripts: &Path,
     out: &Path,
     direction: Direction,
+    otlp: Option<&OtlpTargets>,
     checks: &mut Checks,
-) -> Result<()> {
+) -> Result<Vec<SpanRecord>> {
     let exporter = InMemorySpanExporter::default();
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(exporter.clone())
@@ -183,16 +231,21 @@ pub(crate) async fn run(
     });
 
     let spans_path = out.join("python-spans.json");
-    let mut service = PythonProcess::spawn(
-        python,
-        &scripts.join("service.py"),
-        [
-            "--rust-url",
-            rust_url.as_str(),
-            "--spans",
-            &spans_path.to_string_lossy(),
-        ],
-    )?;
+    let mut args = vec![
+        "--rust-url".to_owned(),
+        rust_url.clone(),
+        "--spans".to_owned(),
+        spans_path.to_string_lossy().into_owned(),
+    ];
+    if let Some(otlp) = otlp {
+        args.extend([
+            "--otlp-protocol".to_owned(),
+            otlp.python.0.to_owned(),
+            "--otlp-endpoint".to_owned(),
+            otlp.python.1.clone(),
+        ]);
+    }
+    let mut service = PythonProcess::spawn(python, &scripts.join("service.py"), args)?;
     let port = tokio::task::block_in_place(|| service.read_tagged("LISTENING", START_TIMEOUT))?;
     let python_url = format!("http://127.0.0.1:{port}");
     let _ignored = state.python_url.set(python_url.clone());
@@ -242,6 +295,13 @@ pub(crate) async fn run(
         Err(_) => checks.fail("rust service", "did not shut down in time"),
     }
     let _ignored = provider.force_flush();
+    if let Some(otlp) = otlp {
+        let finished = exporter.get_finished_spans().map_err(|e| Error::Http {
+            what: "in-memory exporter".into(),
+            message: e.to_string(),
+        })?;
+        export_rust(finished, &otlp.rust).await?;
+    }
     let mut all = python_spans;
     all.extend(spans::take_rust(&exporter, &out.join("rust-spans.json"))?);
 
@@ -249,7 +309,7 @@ pub(crate) async fn run(
         Direction::PythonFirst => check_python_first(checks, &answer, &all),
         Direction::RustFirst => check_rust_first(checks, &answer, &all),
     }
-    Ok(())
+    Ok(all)
 }
 
 /// Polls `GET /health` until it answers 200 (bounded).

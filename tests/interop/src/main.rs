@@ -20,6 +20,10 @@
 //!   (lens) calling each other in one trace; span parents and baggage checked across the
 //!   boundary.
 //!
+//! * `watch`: both HTTP scenarios again, every span of both languages also exported over OTLP
+//!   (gRPC and HTTP, each SDK's own exporter) to a running `lens watch` (`--lens PATH`): one
+//!   whole trace each in its `--json`, on its page, and from `lens check` on its `--save` file.
+//!
 //! Where docs/propagation-rules.md#differences-from-nemo-lens says lens differs, the check expects lens's documented behaviour and the
 //! scenario names the row. The last line is `interop: N passed, M failed`; the exit status is 1
 //! when any check failed or a scenario could not run.
@@ -34,6 +38,7 @@ mod python;
 mod ray;
 mod rows;
 mod spans;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -43,27 +48,37 @@ use check::Checks;
 use error::{Error, Result};
 use python::{PythonProcess, START_TIMEOUT};
 
-const USAGE: &str = "usage: lens-interop --python PYTHON --scripts DIR --out DIR [--only SCENARIO]
-scenarios: nccl, ray, http-python-first, http-rust-first (default: all)";
+const USAGE: &str =
+    "usage: lens-interop --python PYTHON --scripts DIR --out DIR [--lens LENS] [--only SCENARIO]
+scenarios: nccl, ray, http-python-first, http-rust-first, watch (default: all; watch needs --lens)";
 
-const SCENARIOS: &[&str] = &["nccl", "ray", "http-python-first", "http-rust-first"];
+const SCENARIOS: &[&str] = &[
+    "nccl",
+    "ray",
+    "http-python-first",
+    "http-rust-first",
+    "watch",
+];
 
 struct Options {
     python: PathBuf,
     scripts: PathBuf,
     out: PathBuf,
     only: Option<String>,
+    /// The `lens` binary, for the `watch` scenario.
+    lens: Option<PathBuf>,
 }
 
 fn options() -> std::result::Result<Options, String> {
     let mut args = std::env::args_os().skip(1);
-    let (mut python, mut scripts, mut out, mut only) = (None, None, None, None);
+    let (mut python, mut scripts, mut out, mut only, mut lens) = (None, None, None, None, None);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg:?} needs a value"));
         match arg.to_str() {
             Some("--python") => python = Some(PathBuf::from(value()?)),
             Some("--scripts") => scripts = Some(PathBuf::from(value()?)),
             Some("--out") => out = Some(PathBuf::from(value()?)),
+            Some("--lens") => lens = Some(PathBuf::from(value()?)),
             Some("--only") => {
                 let name = value()?.to_string_lossy().into_owned();
                 if !SCENARIOS.contains(&name.as_str()) {
@@ -79,6 +94,7 @@ fn options() -> std::result::Result<Options, String> {
         scripts: scripts.ok_or("--scripts is required")?,
         out: out.ok_or("--out is required")?,
         only,
+        lens,
     })
 }
 
@@ -137,17 +153,34 @@ async fn main() -> ExitCode {
             "http-rust-first"
         });
         let run = match scenario_dir(&options.out, name) {
-            Ok(out) => {
-                http::run(
-                    &options.python,
-                    &options.scripts,
-                    &out,
-                    direction,
-                    &mut checks,
-                )
-                .await
-            }
+            Ok(out) => http::run(
+                &options.python,
+                &options.scripts,
+                &out,
+                direction,
+                None,
+                &mut checks,
+            )
+            .await
+            .map(drop),
             Err(e) => Err(e),
+        };
+        if let Err(e) = run {
+            checks.fail("scenario could not finish", e);
+        }
+        results.push(checks);
+    }
+    if wanted("watch") {
+        let mut checks = Checks::new("watch");
+        let run = match (&options.lens, scenario_dir(&options.out, "watch")) {
+            (None, _) => Err(Error::Http {
+                what: "the watch scenario".into(),
+                message: "needs --lens PATH (the lens binary)".into(),
+            }),
+            (_, Err(e)) => Err(e),
+            (Some(lens), Ok(out)) => {
+                watch::run(lens, &options.python, &options.scripts, &out, &mut checks).await
+            }
         };
         if let Err(e) = run {
             checks.fail("scenario could not finish", e);

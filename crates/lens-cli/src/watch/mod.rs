@@ -272,7 +272,7 @@ async fn run(
         };
         if !out.is_empty() {
             if tty && !shown_status.is_empty() {
-                eprint!("\r\x1b[K");
+                let _ = write!(std::io::stderr(), "\r\x1b[K");
                 shown_status.clear();
             }
             let mut stdout = std::io::stdout().lock();
@@ -286,16 +286,18 @@ async fn run(
             }
         }
         if status != shown_status && (tty || !out.is_empty() || stop) {
-            if tty {
-                eprint!("\r\x1b[K{status}");
+            // The status is for a person: a closed standard error must not stop the watch.
+            let mut stderr = std::io::stderr().lock();
+            let _ = if tty {
+                write!(stderr, "\r\x1b[K{status}")
             } else {
-                eprintln!("{status}");
-            }
+                writeln!(stderr, "{status}")
+            };
             shown_status = status;
         }
         if stop {
             if tty {
-                eprintln!();
+                let _ = writeln!(std::io::stderr());
             }
             return code;
         }
