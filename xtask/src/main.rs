@@ -55,7 +55,7 @@ Runs, in order, stopping at the first failure (non-zero exit):
 const BENCH_HELP: &str = "\
 usage: cargo xtask bench [GROUP] [-- BENCH-ARGS...]
 
-GROUP is one of core, http, grpc, nccl, dist, all (default: all).
+GROUP is one of core, http, grpc, nccl, dist, watch, all (default: all).
 Runs `cargo bench -p <crate> --bench <name>` for each suite of the group; arguments after `--`
 go to the benchmark binaries (e.g. `cargo xtask bench core -- --quick`).
 Criterion writes its results under <target-dir>/criterion/.";
@@ -437,6 +437,22 @@ const BENCH_GROUPS: &[(&str, &[BenchSuite])] = &[
             bench: "dist",
             features: "mpi",
         }],
+    ),
+    (
+        "watch",
+        &[
+            BenchSuite {
+                package: "lens-watch",
+                bench: "ingest",
+                features: "",
+            },
+            // Memory per stored span and what an exporter waits for (prints, no criterion).
+            BenchSuite {
+                package: "lens-watch",
+                bench: "footprint",
+                features: "",
+            },
+        ],
     ),
 ];
 

@@ -10,6 +10,7 @@
 //! (either case), enums as integers (or their names), lowerCamelCase keys (the proto field names
 //! too), 64-bit integers as strings or numbers, an empty `{}` AnyValue, unknown fields ignored.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use base64::Engine as _;
@@ -75,11 +76,50 @@ pub fn decode_json(bytes: &[u8]) -> Result<Batch, DecodeError> {
     Ok(from_request(json_request(&json)?))
 }
 
+/// Attribute keys of one request, each kept once: the spans of a batch repeat the same keys,
+/// usually in the same order, so the key at the same position of the previous attribute list is
+/// tried first (a string compare), then a set.
+#[derive(Debug, Default)]
+struct Keys {
+    previous: Vec<Arc<str>>,
+    all: HashSet<Arc<str>>,
+}
+
+/// More keys than this in one request are not interned (hostile input cannot grow the set).
+const MAX_INTERNED_KEYS: usize = 4096;
+
+impl Keys {
+    fn intern(&mut self, position: usize, key: String) -> Arc<str> {
+        if let Some(previous) = self.previous.get(position)
+            && **previous == *key
+        {
+            return Arc::clone(previous);
+        }
+        let shared = match self.all.get(key.as_str()) {
+            Some(known) => Arc::clone(known),
+            None => {
+                let new: Arc<str> = Arc::from(key);
+                if self.all.len() < MAX_INTERNED_KEYS {
+                    self.all.insert(Arc::clone(&new));
+                }
+                new
+            }
+        };
+        if position < self.previous.len() {
+            self.previous[position] = Arc::clone(&shared);
+        } else if position == self.previous.len() {
+            self.previous.push(Arc::clone(&shared));
+        }
+        shared
+    }
+}
+
 /// The spans of a decoded request (the gRPC receiver gets it decoded).
 pub fn from_request(request: ExportTraceServiceRequest) -> Batch {
     let mut batch = Batch::default();
+    let keys = &mut Keys::default();
     for resource_spans in request.resource_spans {
-        let resource = Arc::new(resource(resource_spans.resource));
+        let resource = Arc::new(resource(resource_spans.resource, keys));
         for scope_spans in resource_spans.scope_spans {
             let scope = Arc::new(
                 scope_spans
@@ -92,7 +132,7 @@ pub fn from_request(request: ExportTraceServiceRequest) -> Batch {
             );
             batch.spans.reserve(scope_spans.spans.len());
             for span in scope_spans.spans {
-                match convert_span(span, &resource, &scope) {
+                match convert_span(span, &resource, &scope, keys) {
                     Ok(span) => batch.spans.push(span),
                     Err(why) => batch.reject(|| why),
                 }
@@ -102,9 +142,12 @@ pub fn from_request(request: ExportTraceServiceRequest) -> Batch {
     batch
 }
 
-fn resource(resource: Option<opentelemetry_proto::tonic::resource::v1::Resource>) -> Resource {
+fn resource(
+    resource: Option<opentelemetry_proto::tonic::resource::v1::Resource>,
+    keys: &mut Keys,
+) -> Resource {
     let attributes = resource
-        .map(|r| attributes(r.attributes))
+        .map(|r| attributes(r.attributes, keys))
         .unwrap_or_default();
     let service = crate::model::attribute(&attributes, "service.name")
         .and_then(Value::as_str)
@@ -119,6 +162,7 @@ fn convert_span(
     span: otlp_trace::Span,
     resource: &Arc<Resource>,
     scope: &Arc<Scope>,
+    keys: &mut Keys,
 ) -> Result<Span, String> {
     let trace_id = TraceId::from_slice(&span.trace_id).ok_or_else(|| {
         format!(
@@ -152,7 +196,7 @@ fn convert_span(
                 trace_id,
                 span_id,
                 trace_state: link.trace_state,
-                attributes: attributes(link.attributes),
+                attributes: attributes(link.attributes, keys),
                 flags: link.flags,
             }),
             _ => {
@@ -175,32 +219,40 @@ fn convert_span(
         scope: Arc::clone(scope),
         start_unix_nano: span.start_time_unix_nano,
         end_unix_nano: span.end_time_unix_nano,
-        attributes: attributes(span.attributes),
-        events: span
-            .events
-            .into_iter()
-            .map(|e| Event {
-                time_unix_nano: e.time_unix_nano,
-                name: e.name,
-                attributes: attributes(e.attributes),
-            })
-            .collect(),
+        attributes: attributes(span.attributes, keys),
+        events: {
+            // Exact capacity: prost's vectors grew by doubling, and a mapped collect would keep
+            // that allocation.
+            let mut events = Vec::with_capacity(span.events.len());
+            for e in span.events {
+                events.push(Event {
+                    time_unix_nano: e.time_unix_nano,
+                    name: e.name,
+                    attributes: attributes(e.attributes, keys),
+                });
+            }
+            events
+        },
         links,
         status: Status::from_otlp(code, message),
         name: span.name,
     })
 }
 
-fn attributes(kvs: Vec<otlp_common::KeyValue>) -> Vec<KeyValue> {
-    kvs.into_iter()
-        .map(|kv| KeyValue {
-            key: kv.key,
-            value: any_value(kv.value),
-        })
-        .collect()
+/// Attributes with exact capacity (prost's vectors grew by doubling; a mapped collect would keep
+/// that allocation) and interned keys.
+fn attributes(kvs: Vec<otlp_common::KeyValue>, keys: &mut Keys) -> Vec<KeyValue> {
+    let mut out = Vec::with_capacity(kvs.len());
+    for (position, kv) in kvs.into_iter().enumerate() {
+        out.push(KeyValue {
+            key: keys.intern(position, kv.key),
+            value: any_value(kv.value, keys),
+        });
+    }
+    out
 }
 
-fn any_value(value: Option<otlp_common::AnyValue>) -> Value {
+fn any_value(value: Option<otlp_common::AnyValue>, keys: &mut Keys) -> Value {
     use otlp_common::any_value::Value as V;
     match value.and_then(|v| v.value) {
         None | Some(V::StringValueStrindex(_)) => Value::Empty,
@@ -210,9 +262,13 @@ fn any_value(value: Option<otlp_common::AnyValue>) -> Value {
         Some(V::DoubleValue(d)) => Value::Double(d),
         Some(V::BytesValue(b)) => Value::Bytes(b),
         Some(V::ArrayValue(a)) => {
-            Value::Array(a.values.into_iter().map(|v| any_value(Some(v))).collect())
+            let mut values = Vec::with_capacity(a.values.len());
+            for v in a.values {
+                values.push(any_value(Some(v), keys));
+            }
+            Value::Array(values)
         }
-        Some(V::KvlistValue(l)) => Value::KvList(attributes(l.values)),
+        Some(V::KvlistValue(l)) => Value::KvList(attributes(l.values, keys)),
     }
 }
 
@@ -815,6 +871,43 @@ mod tests {
                 ..Default::default()
             });
         assert!(decode_protobuf(&prost::Message::encode_to_vec(&request)).is_err());
+    }
+
+    #[test]
+    fn attribute_keys_are_shared_across_the_spans_of_a_request_in_any_order() {
+        let mut spans = sample();
+        for (i, span) in spans.iter_mut().enumerate() {
+            let mut kvs = vec![
+                KeyValue::new("a", Value::Int(1)),
+                KeyValue::new("b", Value::Int(2)),
+            ];
+            if i % 2 == 1 {
+                kvs.reverse();
+            }
+            span.attributes = kvs;
+        }
+        let bytes = prost::Message::encode_to_vec(&crate::encode::to_request(&spans));
+        let batch = decode_protobuf(&bytes).unwrap();
+        assert_eq!(batch.spans, spans);
+        let key = |s: usize, name: &str| {
+            let kv = batch.spans[s]
+                .attributes
+                .iter()
+                .find(|kv| &*kv.key == name)
+                .unwrap();
+            Arc::clone(&kv.key)
+        };
+        for s in 1..batch.spans.len() {
+            assert!(Arc::ptr_eq(&key(0, "a"), &key(s, "a")));
+            assert!(Arc::ptr_eq(&key(0, "b"), &key(s, "b")));
+        }
+        // Exact capacity, not the decoder's doubled one.
+        assert!(
+            batch
+                .spans
+                .iter()
+                .all(|s| s.attributes.capacity() == s.attributes.len())
+        );
     }
 
     #[test]

@@ -117,7 +117,7 @@ fn proto_span(span: &Span) -> otlp_trace::Span {
 fn proto_attributes(kvs: &[KeyValue]) -> Vec<otlp_common::KeyValue> {
     kvs.iter()
         .map(|kv| otlp_common::KeyValue {
-            key: kv.key.clone(),
+            key: kv.key.to_string(),
             value: Some(proto_value(&kv.value)),
             ..Default::default()
         })
@@ -227,7 +227,7 @@ fn json_span(span: &Span) -> Json {
 fn json_attributes(kvs: &[KeyValue]) -> Json {
     Json::Array(
         kvs.iter()
-            .map(|kv| json!({ "key": kv.key, "value": json_value(&kv.value) }))
+            .map(|kv| json!({ "key": &*kv.key, "value": json_value(&kv.value) }))
             .collect(),
     )
 }

@@ -249,15 +249,16 @@ impl fmt::Display for Value {
 /// An attribute.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeyValue {
-    /// The key.
-    pub key: String,
+    /// The key; shared by the attributes of one request that have the same key (the decoders
+    /// intern keys: a stored span does not pay for its keys' text).
+    pub key: Arc<str>,
     /// The value.
     pub value: Value,
 }
 
 impl KeyValue {
     /// An attribute `key = value`.
-    pub fn new(key: impl Into<String>, value: Value) -> Self {
+    pub fn new(key: impl Into<Arc<str>>, value: Value) -> Self {
         KeyValue {
             key: key.into(),
             value,
@@ -269,7 +270,7 @@ impl KeyValue {
 pub fn attribute<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a Value> {
     attributes
         .iter()
-        .find(|kv| kv.key == key)
+        .find(|kv| &*kv.key == key)
         .map(|kv| &kv.value)
 }
 

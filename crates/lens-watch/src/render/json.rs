@@ -25,8 +25,8 @@ pub fn value(value: &Value) -> Json {
 pub fn attributes(attributes: &[KeyValue]) -> Json {
     let mut map = Map::new();
     for kv in attributes {
-        if !map.contains_key(&kv.key) {
-            map.insert(kv.key.clone(), value(&kv.value));
+        if !map.contains_key(&*kv.key) {
+            map.insert(kv.key.to_string(), value(&kv.value));
         }
     }
     Json::Object(map)
