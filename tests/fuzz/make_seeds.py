@@ -21,7 +21,7 @@ NAMES = ["traceparent", "tracestate", "baggage", "TraceParent", "TRACESTATE", "B
          "traceparent-bin", "x-other"]
 
 seeds = {t: set() for t in ["traceparent", "tracestate", "baggage", "extract_headers",
-                            "carrier_json", "nccl_frame", "grpc_metadata"]}
+                            "carrier_json", "nccl_frame", "grpc_metadata", "otlp"]}
 
 
 def b(s):
@@ -164,6 +164,102 @@ for pairs in repeated:
     rec = header_records(pairs)
     seeds["extract_headers"].add(rec)
     seeds["grpc_metadata"].add(rec)
+
+# --- otlp: ExportTraceServiceRequest as OTLP/JSON and as protobuf ------------------------------
+def varint(n):
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def field(number, wire, payload):
+    key = varint((number << 3) | wire)
+    if wire == 0:
+        return key + varint(payload)
+    if wire == 1:
+        return key + struct.pack("<Q", payload)
+    if wire == 5:
+        return key + struct.pack("<I", payload)
+    return key + varint(len(payload)) + payload
+
+
+def any_value(v):
+    if isinstance(v, bool):
+        return field(2, 0, int(v))
+    if isinstance(v, int):
+        return field(3, 0, v & 0xFFFFFFFFFFFFFFFF)
+    if isinstance(v, float):
+        return field(4, 1, struct.unpack("<Q", struct.pack("<d", v))[0])
+    if isinstance(v, bytes):
+        return field(7, 2, v)
+    if isinstance(v, list):
+        return field(5, 2, b"".join(field(1, 2, any_value(x)) for x in v))
+    if isinstance(v, dict):
+        return field(6, 2, b"".join(field(1, 2, kv(k, x)) for k, x in v.items()))
+    return field(1, 2, b(v))
+
+
+def kv(key, value):
+    return field(1, 2, b(key)) + field(2, 2, any_value(value))
+
+
+def pb_span(trace_id, span_id, parent=b"", name="op", kind=2, flags=0x301, attrs=None,
+            links=(), start=1_700_000_000_000_000_000, end=1_700_000_000_001_000_000):
+    out = field(1, 2, trace_id) + field(2, 2, span_id)
+    if parent:
+        out += field(4, 2, parent)
+    out += field(5, 2, b(name)) + field(6, 0, kind) + field(7, 1, start) + field(8, 1, end)
+    for k, v in (attrs or {}).items():
+        out += field(9, 2, kv(k, v))
+    out += field(11, 2, field(1, 1, start) + field(2, 2, b"event") + field(3, 2, kv("n", 1)))
+    for t, s in links:
+        out += field(13, 2, field(1, 2, t) + field(2, 2, s) + field(6, 5, 0x100))
+    out += field(15, 2, field(2, 2, b"boom") + field(3, 0, 2)) + field(16, 5, flags)
+    return out
+
+
+def pb_request(spans, service="svc"):
+    resource = field(1, 2, field(1, 2, kv("service.name", service)))
+    scope = field(1, 2, field(1, 2, b"scope") + field(2, 2, b"1.0"))
+    scope_spans = field(2, 2, scope + b"".join(field(2, 2, sp) for sp in spans))
+    return field(1, 2, resource + scope_spans)
+
+
+T = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
+S1, S2 = bytes.fromhex("00f067aa0ba902b7"), bytes.fromhex("00f067aa0ba902b8")
+ATTRS = {"http.request.method": "GET", "n": -7, "d": 0.5, "ok": True, "raw": b"\x00\xff",
+         "list": ["a", 1, [2.5]], "kv": {"inner": "x"}}
+for request in [
+    pb_request([pb_span(T, S1, attrs=ATTRS), pb_span(T, S2, parent=S1, links=[(T, S1)])]),
+    pb_request([pb_span(T[:15], S1), pb_span(T, b"\x00" * 8), pb_span(T, S2, parent=b"\x01")]),
+    pb_request([pb_span(T, S1, parent=S1), pb_span(T, S1, start=2, end=1)]),
+    pb_request([pb_span(T, S1, attrs={"deep": [[[[["x"]]]]]})], service=""),
+]:
+    seeds["otlp"].add(request)
+
+J_SPAN = ('{"traceId":"4BF92F3577B34DA6A3CE929D0E0E4736","spanId":"00f067aa0ba902b7","parentSpanId":"",'
+          '"name":"GET /","kind":2,"startTimeUnixNano":"1700000000000000000","endTimeUnixNano":1700000000001000000,'
+          '"flags":769,"attributes":[{"key":"s","value":{"stringValue":"v"}},{"key":"i","value":{"intValue":"42"}},'
+          '{"key":"n","value":{"intValue":7}},{"key":"d","value":{"doubleValue":"NaN"}},{"key":"e","value":{}},'
+          '{"key":"b","value":{"bytesValue":"AP8="}},{"key":"a","value":{"arrayValue":{"values":[{"boolValue":true}]}}},'
+          '{"key":"k","value":{"kvlistValue":{"values":[{"key":"x","value":{"doubleValue":1.5}}]}}}],'
+          '"events":[{"timeUnixNano":"1","name":"e"}],"links":[{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736",'
+          '"spanId":"00f067aa0ba902b8","flags":256}],"status":{"code":"STATUS_CODE_ERROR","message":"m"},"unknown":[1]}')
+J_RES = '{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"svc"}}]},"scopeSpans":[{"scope":{"name":"s"},"spans":[%s]}]}'
+for js in [
+    '{"resourceSpans":[%s]}' % (J_RES % J_SPAN),
+    '{"resourceSpans":[%s]}' % (J_RES % (J_SPAN + "," + J_SPAN.replace("00f067aa0ba902b7", "00f067"))),
+    '{"resource_spans":[{"scope_spans":[{"spans":[{"trace_id":"%s","span_id":"0000000000000001"}]}]}]}' % ("0" * 32),
+    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"startTimeUnixNano":1.5e18,"kind":"SPAN_KIND_CLIENT"}]}]}]}',
+    '{"resourceSpans":5}', "{}", "[]", '{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":' * 40,
+]:
+    seeds["otlp"].add(b(js))
 
 # --- write ------------------------------------------------------------------------------------
 if SEEDS.exists():

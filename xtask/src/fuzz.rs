@@ -21,7 +21,7 @@ Prints the executions per target; fails on the first crash or failed property (t
 saved under tests/fuzz/artifacts/<target>/; reproduce with `cargo fuzz run <target> <file>`).
 
 TARGET: any of traceparent, tracestate, baggage, extract_headers, carrier_json, nccl_frame,
-grpc_metadata (default: all).
+grpc_metadata, otlp (default: all).
 
 Needs cargo-fuzz (`cargo install --locked cargo-fuzz`) and a C++ compiler for libFuzzer. On a
 stable toolchain the nightly flags cargo-fuzz passes are allowed with RUSTC_BOOTSTRAP=1, which
@@ -36,6 +36,7 @@ pub(crate) const TARGETS: &[&str] = &[
     "carrier_json",
     "nccl_frame",
     "grpc_metadata",
+    "otlp",
 ];
 
 /// Default seconds per target.
