@@ -911,6 +911,22 @@ mod tests {
     }
 
     #[test]
+    fn doubles_read_back_exactly_from_json() {
+        // Found by the fuzz target: a subnormal the default serde_json parser rounds.
+        for d in [5.660466211991887e-309, f64::MIN_POSITIVE, 0.1, -0.0, 1e300] {
+            let mut spans = sample();
+            spans[0].attributes = vec![KeyValue::new("d", Value::Double(d))];
+            let line = crate::encode::to_json_line(&spans);
+            let back = decode_json(line.as_bytes()).unwrap();
+            assert_eq!(
+                back.spans[0].attribute("d"),
+                Some(&Value::Double(d)),
+                "{d:e}"
+            );
+        }
+    }
+
+    #[test]
     fn an_empty_request_is_an_empty_batch() {
         assert_eq!(decode_json(b"{}").unwrap(), Batch::default());
         assert_eq!(decode_protobuf(b"").unwrap(), Batch::default());
