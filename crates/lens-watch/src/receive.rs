@@ -188,7 +188,9 @@ pub mod grpc {
         }
     }
 
-    /// Serves OTLP/gRPC on `listener` until `shutdown` completes.
+    /// Serves OTLP/gRPC on `listener` until `shutdown` completes (with `TCP_NODELAY` on every
+    /// connection: with Nagle's algorithm, small replies wait for delayed ACKs, tens of
+    /// milliseconds an export).
     pub async fn serve(
         listener: tokio::net::TcpListener,
         sender: Sender,
@@ -197,7 +199,7 @@ pub mod grpc {
         tonic::transport::Server::builder()
             .add_service(TraceService::new(sender))
             .serve_with_incoming_shutdown(
-                tonic::transport::server::TcpIncoming::from(listener),
+                tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
                 shutdown,
             )
             .await
@@ -280,12 +282,18 @@ pub mod http {
             .with_state(sender)
     }
 
-    /// Serves `router` on `listener` until `shutdown` completes.
+    /// Serves `router` on `listener` until `shutdown` completes (with `TCP_NODELAY` on every
+    /// connection, as [`super::grpc::serve`]).
     pub async fn serve(
         listener: tokio::net::TcpListener,
         router: axum::Router,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        use axum::serve::ListenerExt as _;
+        let listener = listener.tap_io(|tcp| {
+            // Best effort: without it the connection still works, only slower.
+            let _ = tcp.set_nodelay(true);
+        });
         axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
             .await
