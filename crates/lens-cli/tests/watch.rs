@@ -231,3 +231,48 @@ fn check_counts_evicted_traces_never_silently() {
         run.stderr
     );
 }
+
+#[test]
+fn a_closed_standard_error_does_not_stop_the_watch() {
+    let mut child = command(&[
+        "watch",
+        "--json",
+        "--grpc",
+        "127.0.0.1:0",
+        "--http",
+        "127.0.0.1:0",
+        "--quiet-for",
+        "0.3",
+    ])
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let stdout = lines(child.stdout.take().unwrap());
+    let first = {
+        use std::io::BufRead as _;
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        line
+        // Dropped here: lens watch's standard error is now a closed pipe.
+    };
+    let http = first
+        .split("OTLP/HTTP on http://")
+        .nth(1)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    for _ in 0..2 {
+        let id = demo_into(&format!("http://{http}"), "http/protobuf");
+        let line = stdout
+            .recv_timeout(PATIENCE)
+            .expect("the trace, status line or not");
+        assert!(line.contains(&id), "{line}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -313,6 +313,66 @@ pub mod http {
         }
     }
 
+    /// Bodies larger than this are decompressed and decoded on a blocking thread.
+    const BLOCKING_THRESHOLD: usize = 64 * 1024;
+
+    /// gRPC code INTERNAL.
+    const INTERNAL: i32 = 13;
+
+    fn too_large(format: Format, what: &str) -> Response {
+        error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format,
+            RESOURCE_EXHAUSTED,
+            format!("{what} is over the limit of {MAX_BODY} bytes"),
+        )
+    }
+
+    /// The body, gunzipped when `gzip` (at most [`MAX_BODY`] bytes out), decoded as `format`;
+    /// the error answer otherwise.
+    fn unpack(
+        bytes: &[u8],
+        gzip: bool,
+        format: Format,
+    ) -> Result<crate::decode::Batch, Box<Response>> {
+        let unzipped;
+        let bytes = if gzip {
+            let mut out = Vec::new();
+            let decoder = flate2::read::GzDecoder::new(bytes);
+            match decoder.take(MAX_BODY as u64 + 1).read_to_end(&mut out) {
+                Ok(n) if n > MAX_BODY => {
+                    return Err(Box::new(too_large(format, "the decompressed request body")));
+                }
+                Ok(_) => {
+                    unzipped = out;
+                    &unzipped[..]
+                }
+                Err(e) => {
+                    return Err(Box::new(error(
+                        StatusCode::BAD_REQUEST,
+                        format,
+                        INVALID_ARGUMENT,
+                        format!("the gzip body does not decompress: {e}"),
+                    )));
+                }
+            }
+        } else {
+            bytes
+        };
+        let decoded = match format {
+            Format::Protobuf => decode_protobuf(bytes),
+            Format::Json => decode_json(bytes),
+        };
+        decoded.map_err(|e| {
+            Box::new(error(
+                StatusCode::BAD_REQUEST,
+                format,
+                INVALID_ARGUMENT,
+                e.to_string(),
+            ))
+        })
+    }
+
     async fn export(State(sender): State<Sender>, headers: HeaderMap, body: Body) -> Response {
         let Some(format) = media_type(&headers) else {
             return error(
@@ -335,25 +395,17 @@ pub mod http {
                 );
             }
         };
-        let too_large = |what: &str| {
-            error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format,
-                RESOURCE_EXHAUSTED,
-                format!("{what} is over the limit of {MAX_BODY} bytes"),
-            )
-        };
         let declared = headers
             .get(CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
         if declared.is_some_and(|n| n > MAX_BODY as u64) {
-            return too_large("the request body");
+            return too_large(format, "the request body");
         }
         let bytes = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-                return too_large("the request body");
+                return too_large(format, "the request body");
             }
             Err(e) => {
                 return error(
@@ -364,38 +416,23 @@ pub mod http {
                 );
             }
         };
-        let bytes = if gzip {
-            let mut out = Vec::new();
-            let decoder = flate2::read::GzDecoder::new(&bytes[..]);
-            match decoder.take(MAX_BODY as u64 + 1).read_to_end(&mut out) {
-                Ok(n) if n > MAX_BODY => return too_large("the decompressed request body"),
-                Ok(_) => bytes::Bytes::from(out),
-                Err(e) => {
-                    return error(
-                        StatusCode::BAD_REQUEST,
-                        format,
-                        INVALID_ARGUMENT,
-                        format!("the gzip body does not decompress: {e}"),
-                    );
-                }
+        // Decompressing and decoding a large body takes milliseconds: off the async workers.
+        let batch = if bytes.len() > BLOCKING_THRESHOLD {
+            match tokio::task::spawn_blocking(move || unpack(&bytes, gzip, format)).await {
+                Ok(unpacked) => unpacked,
+                Err(e) => Err(Box::new(error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format,
+                    INTERNAL,
+                    format!("the decoder failed: {e}"),
+                ))),
             }
         } else {
-            bytes
+            unpack(&bytes, gzip, format)
         };
-        let decoded = match format {
-            Format::Protobuf => decode_protobuf(&bytes),
-            Format::Json => decode_json(&bytes),
-        };
-        let batch = match decoded {
+        let batch = match batch {
             Ok(batch) => batch,
-            Err(e) => {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    format,
-                    INVALID_ARGUMENT,
-                    e.to_string(),
-                );
-            }
+            Err(response) => return *response,
         };
         let response = ExportTraceServiceResponse {
             partial_success: partial_success(&batch),

@@ -489,3 +489,26 @@ async fn grpc_a_message_over_the_limit_is_refused() {
     let status = grpc_raw(r.grpc, vec![0u8; MAX_BODY + 1]).await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::OutOfRange, "{status:?}");
 }
+
+#[tokio::test]
+async fn a_large_gzip_body_is_decoded_whole() {
+    let mut r = start().await;
+    // Over the size decoded on a blocking thread, compressed and not.
+    let spans: Vec<String> = (0..600)
+        .map(|i| {
+            GOOD.replace("00f067aa0ba902b7", &format!("{:016x}", i + 1))
+                .replace("\"ok\"", &format!("\"{}\"", "x".repeat(200)))
+        })
+        .collect();
+    let body = json_request(&spans.join(","));
+    assert!(body.len() > 100 * 1024);
+    for encoding in [None, Some("gzip")] {
+        let bytes = match encoding {
+            Some(_) => gzip(body.as_bytes()),
+            None => body.clone().into_bytes(),
+        };
+        let (status, _, reply) = post(r.http, "application/json", encoding, bytes).await;
+        assert_eq!((status, reply.as_slice()), (200, &b"{}"[..]));
+        assert_eq!(r.batches.recv().await.unwrap().spans.len(), 600);
+    }
+}
