@@ -188,7 +188,7 @@ fn check_names_the_line_of_invalid_input_and_exits_2() {
     );
     assert_eq!(run.code, Some(2));
     assert!(run.stdout.is_empty());
-    assert!(run.stderr.contains("<stdin>:2: not an OTLP/JSON ExportTraceServiceRequest: resourceSpans: expected an array"), "{}", run.stderr);
+    assert!(run.stderr.contains("<stdin>:2: not an OTLP/JSON ExportTraceServiceRequest: resourceSpans: invalid type: integer `5`, expected a sequence"), "{}", run.stderr);
     let bad_id = GOOD.replace("00f067aa0ba902b7", "00f067aa");
     let run = lens_with_stdin(&["check", "-"], &bad_id);
     assert_eq!(run.code, Some(2));
