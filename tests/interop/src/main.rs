@@ -19,6 +19,11 @@
 //! * `http-python-first`, `http-rust-first`: FastAPI + aiohttp (NeMo Lens) and axum + reqwest
 //!   (lens) calling each other in one trace; span parents and baggage checked across the
 //!   boundary.
+//! * `grpc-python-to-rust`, `grpc-rust-to-python`: a `grpcio` peer with NeMo Lens's
+//!   `inject_context` / `extract_context` on the call's metadata, and a tonic server behind
+//!   `ServerLayer` / a tonic client over `ClientLayer` or with `ClientInterceptor`; unary and
+//!   server-streaming calls, span parents, baggage, tracestate and status checked across the
+//!   boundary.
 //!
 //! Where docs/propagation-rules.md#differences-from-nemo-lens says lens differs, the check expects lens's documented behaviour and the
 //! scenario names the row. The last line is `interop: N passed, M failed`; the exit status is 1
@@ -28,6 +33,7 @@
 mod check;
 mod describe;
 mod error;
+mod grpc;
 mod http;
 mod nccl;
 mod python;
@@ -44,9 +50,17 @@ use error::{Error, Result};
 use python::{PythonProcess, START_TIMEOUT};
 
 const USAGE: &str = "usage: lens-interop --python PYTHON --scripts DIR --out DIR [--only SCENARIO]
-scenarios: nccl, ray, http-python-first, http-rust-first (default: all)";
+scenarios: nccl, ray, http-python-first, http-rust-first, grpc-python-to-rust, grpc-rust-to-python
+(default: all)";
 
-const SCENARIOS: &[&str] = &["nccl", "ray", "http-python-first", "http-rust-first"];
+const SCENARIOS: &[&str] = &[
+    "nccl",
+    "ray",
+    "http-python-first",
+    "http-rust-first",
+    "grpc-python-to-rust",
+    "grpc-rust-to-python",
+];
 
 struct Options {
     python: PathBuf,
@@ -124,30 +138,35 @@ async fn main() -> ExitCode {
         }
         results.push(checks);
     }
-    for (name, direction) in [
-        ("http-python-first", http::Direction::PythonFirst),
-        ("http-rust-first", http::Direction::RustFirst),
+    /// The scenarios that run a Python service or peer of their own.
+    enum Live {
+        Http(http::Direction),
+        Grpc(grpc::Direction),
+    }
+    for (name, live) in [
+        (
+            "http-python-first",
+            Live::Http(http::Direction::PythonFirst),
+        ),
+        ("http-rust-first", Live::Http(http::Direction::RustFirst)),
+        (
+            "grpc-python-to-rust",
+            Live::Grpc(grpc::Direction::PythonToRust),
+        ),
+        (
+            "grpc-rust-to-python",
+            Live::Grpc(grpc::Direction::RustToPython),
+        ),
     ] {
         if !wanted(name) {
             continue;
         }
-        let mut checks = Checks::new(if direction == http::Direction::PythonFirst {
-            "http-python-first"
-        } else {
-            "http-rust-first"
-        });
-        let run = match scenario_dir(&options.out, name) {
-            Ok(out) => {
-                http::run(
-                    &options.python,
-                    &options.scripts,
-                    &out,
-                    direction,
-                    &mut checks,
-                )
-                .await
-            }
-            Err(e) => Err(e),
+        let mut checks = Checks::new(name);
+        let (python, scripts) = (&options.python, &options.scripts);
+        let run = match (scenario_dir(&options.out, name), live) {
+            (Ok(out), Live::Http(d)) => http::run(python, scripts, &out, d, &mut checks).await,
+            (Ok(out), Live::Grpc(d)) => grpc::run(python, scripts, &out, d, &mut checks).await,
+            (Err(e), _) => Err(e),
         };
         if let Err(e) = run {
             checks.fail("scenario could not finish", e);
@@ -192,13 +211,13 @@ fn report(results: &[Checks], started: Instant) -> ExitCode {
         started.elapsed().as_secs_f64()
     );
     println!(
-        "  {:<18} {:>6} {:>6} {:>6} {:>8}",
+        "  {:<20} {:>6} {:>6} {:>6} {:>8}",
         "scenario", "passed", "failed", "spans", "contexts"
     );
     let (mut passed, mut failed) = (0, 0);
     for r in results {
         println!(
-            "  {:<18} {:>6} {:>6} {:>6} {:>8}",
+            "  {:<20} {:>6} {:>6} {:>6} {:>8}",
             r.scenario(),
             r.passed(),
             r.failures().len(),
