@@ -422,3 +422,32 @@ async fn the_interceptor_on_a_generated_client_parents_the_server_span() {
         caller.span_context.trace_id()
     );
 }
+
+#[tokio::test]
+async fn a_watch_the_client_drops_ends_both_spans() {
+    let recorder = lens_testkit::recorder::Recorder::default();
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_span_processor(recorder.clone())
+        .build();
+    let tracer = opentelemetry::trace::TracerProvider::tracer(&provider, "watch");
+    let (_reporter, health) = tonic_health::server::health_reporter();
+    let addr = serve(ServerLayer::new().with_tracer(tracer.clone()), health).await;
+    let channel = ClientLayer::new()
+        .with_tracer(tracer)
+        .layer(support::channel(addr).await);
+    let mut client = HealthClient::new(channel);
+    let mut stream = client.watch(request("")).await.unwrap().into_inner();
+    assert!(stream.message().await.unwrap().is_some());
+    assert!(recorder.ended().is_empty());
+    // The client goes away mid-stream (the usual end of a Watch): the server's response is
+    // dropped when the stream is reset, and both spans end.
+    drop(stream);
+    let spans = recorder.wait_for(2).await;
+    assert_eq!(spans.len(), 2, "{spans:#?}");
+    let of = |kind: SpanKind| spans.iter().find(|s| s.span_kind == kind).unwrap();
+    let (client, server) = (of(SpanKind::Client), of(SpanKind::Server));
+    assert_eq!(server.parent_span_id, client.span_context.span_id());
+    for span in [client, server] {
+        assert_eq!(span.name, "grpc.health.v1.Health/Watch");
+    }
+}
