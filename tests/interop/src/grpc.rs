@@ -32,6 +32,8 @@ use tonic::server::{NamedService, ServerStreamingService, UnaryService};
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Endpoint, Server};
 use tonic::{Code, Request, Response, Status};
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
 use tower_layer::Layer;
 
 use crate::check::Checks;
@@ -50,6 +52,11 @@ pub(crate) enum Direction {
 const SERVICE: &str = "lens.interop.Relay";
 const UNARY: &str = "/lens.interop.Relay/Unary";
 const STREAM: &str = "/lens.interop.Relay/Stream";
+const HEALTH_CHECK: &str = "/grpc.health.v1.Health/Check";
+/// Where the Python health handler records what it saw (`grpc_peer.py`).
+const SEEN_ATTRIBUTE: &str = "lens_interop.seen";
+/// A `HealthCheckResponse` with status SERVING, as protobuf bytes in base64.
+const SERVING_B64: &str = "CAE=";
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(15);
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -71,6 +78,17 @@ enum Via {
     Interceptor,
 }
 
+/// The service a call goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    /// `lens.interop.Relay`: JSON messages that say what the handler saw.
+    Relay,
+    /// `grpc.health.v1.Health/Check`: on the Rust side the server and client tonic-health
+    /// generated from protobuf; on the Python side protobuf bytes written by hand, the handler's
+    /// view in its span's attribute [`SEEN_ATTRIBUTE`].
+    Health,
+}
+
 /// One call: its parent context, unary or streaming (with how many messages and the final
 /// status), and for Rust callers how the context is sent.
 struct Case {
@@ -82,11 +100,16 @@ struct Case {
     via: Via,
     /// The Rust caller starts a span of its own under `parent` (else `parent` is the parent).
     caller_span: bool,
+    target: Target,
 }
 
 impl Case {
     fn method(&self) -> &'static str {
-        if self.streaming { STREAM } else { UNARY }
+        match (self.target, self.streaming) {
+            (Target::Health, _) => HEALTH_CHECK,
+            (Target::Relay, false) => UNARY,
+            (Target::Relay, true) => STREAM,
+        }
     }
 
     fn trace_id(&self) -> &str {
@@ -102,9 +125,9 @@ impl Case {
 }
 
 fn cases(direction: Direction) -> Vec<Case> {
-    let (a, b, c, d, e) = match direction {
-        Direction::PythonToRust => ("1a", "1b", "1c", "1d", "1e"),
-        Direction::RustToPython => ("2a", "2b", "2c", "2d", "2e"),
+    let (a, b, c, d, e, f) = match direction {
+        Direction::PythonToRust => ("1a", "1b", "1c", "1d", "1e", "1f"),
+        Direction::RustToPython => ("2a", "2b", "2c", "2d", "2e", "2f"),
     };
     let trace = |t: &str| format!("{t}f7651916cd43dd8448eb211c80319c");
     let parent = |t: &str, flags: u8| Spec::span(&trace(t), "b7ad6b7169203331", flags);
@@ -116,6 +139,7 @@ fn cases(direction: Direction) -> Vec<Case> {
         code,
         via,
         caller_span,
+        target: Target::Relay,
     };
     let mut out = vec![
         case(
@@ -154,6 +178,18 @@ fn cases(direction: Direction) -> Vec<Case> {
             Via::Layer,
             true,
         ),
+        Case {
+            target: Target::Health,
+            ..case(
+                "tonic-health Check (generated from protobuf), tracestate, baggage",
+                parent(f, 0x01).tracestate(TRACESTATE).baggage(BAGGAGE),
+                false,
+                1,
+                Code::Ok,
+                Via::Layer,
+                true,
+            )
+        },
     ];
     if direction == Direction::RustToPython {
         out.push(case(
@@ -301,10 +337,13 @@ async fn python_to_rust(
         .local_addr()
         .map_err(Error::io("rust gRPC server address"))?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    // Serves "" (the whole server) as SERVING.
+    let (_reporter, health) = tonic_health::server::health_reporter();
     let server = tokio::spawn(async move {
         Server::builder()
             .layer(layer)
             .add_service(Relay)
+            .add_service(health)
             .serve_with_incoming_shutdown(
                 tokio_stream::wrappers::TcpListenerStream::new(listener),
                 async {
@@ -317,7 +356,7 @@ async fn python_to_rust(
     let mut observed = Vec::new();
     for case in cases {
         let label = |what: &str| label(Direction::PythonToRust, case, what);
-        let request = json!({
+        let mut request = json!({
             "op": "call",
             "target": addr.to_string(),
             "method": case.method(),
@@ -325,6 +364,10 @@ async fn python_to_rust(
             "parent": case.parent,
             "request": {"items": case.items, "code": case.code as i32},
         });
+        if case.target == Target::Health {
+            // An empty HealthCheckRequest (service "") is zero protobuf bytes.
+            request["raw_b64"] = json!("");
+        }
         let answer = tokio::task::block_in_place(|| peer.request(&request))?;
         let answer: CallAnswer =
             serde_json::from_value(answer).map_err(Error::json("grpc_peer call answer"))?;
@@ -341,14 +384,28 @@ async fn python_to_rust(
             &answer.metadata.get("traceparent").and_then(Value::as_str),
             &traceparent.as_deref(),
         );
-        let handler: Vec<Seen> = answer
-            .answers
-            .iter()
-            .filter_map(|a| serde_json::from_value(a["rust_server"].clone()).ok())
-            .collect();
+        let handler = match case.target {
+            Target::Relay => {
+                let seen: Vec<Seen> = answer
+                    .answers
+                    .iter()
+                    .filter_map(|a| serde_json::from_value(a["rust_server"].clone()).ok())
+                    .collect();
+                check_handler(checks, Direction::PythonToRust, case, &seen)
+            }
+            Target::Health => {
+                // tonic-health's handler says nothing of its Context: the spans show the hop.
+                checks.eq(
+                    &label("tonic-health answers SERVING"),
+                    &answer.answers,
+                    &vec![json!({"raw_b64": SERVING_B64})],
+                );
+                None
+            }
+        };
         observed.push(Observed {
             caller: None,
-            handler: check_handler(checks, Direction::PythonToRust, case, &handler),
+            handler,
         });
     }
 
@@ -383,11 +440,11 @@ async fn rust_to_python(
         .connect()
         .await
         .map_err(Error::http(format!("connecting to 127.0.0.1:{port}")))?;
-    let mut layered = tonic::client::Grpc::new(
-        ClientLayer::new()
-            .with_tracer(tracer.clone())
-            .layer(channel.clone()),
-    );
+    let layered_channel = ClientLayer::new()
+        .with_tracer(tracer.clone())
+        .layer(channel.clone());
+    let mut health = HealthClient::new(layered_channel.clone());
+    let mut layered = tonic::client::Grpc::new(layered_channel);
     let mut intercepted =
         tonic::client::Grpc::new(InterceptedService::new(channel, ClientInterceptor::new()));
 
@@ -400,13 +457,22 @@ async fn rust_to_python(
             cx = cx.with_span(span);
         }
         let request = json!({"items": case.items, "code": code_name(case.code)});
-        let (answers, status) = match case.via {
-            Via::Layer => {
+        let (answers, status) = match (case.target, case.via) {
+            (Target::Health, _) => {
+                let check = health.check(HealthCheckRequest {
+                    service: String::new(),
+                });
+                match check.with_context(cx.clone()).await {
+                    Ok(r) => (vec![json!({"status": r.into_inner().status})], Ok(())),
+                    Err(status) => (Vec::new(), Err(status)),
+                }
+            }
+            (Target::Relay, Via::Layer) => {
                 call(&mut layered, case, request)
                     .with_context(cx.clone())
                     .await
             }
-            Via::Interceptor => {
+            (Target::Relay, Via::Interceptor) => {
                 call(&mut intercepted, case, request)
                     .with_context(cx.clone())
                     .await
@@ -421,14 +487,25 @@ async fn rust_to_python(
             &status.as_ref().err().map_or(Code::Ok, Status::code),
             &case.code,
         );
-        let handler: Vec<Seen> = answers
-            .iter()
-            .filter_map(|a| serde_json::from_value(a["python_server"].clone()).ok())
-            .collect();
-        observed.push(Observed {
-            caller,
-            handler: check_handler(checks, Direction::RustToPython, case, &handler),
-        });
+        let handler = match case.target {
+            Target::Relay => {
+                let seen: Vec<Seen> = answers
+                    .iter()
+                    .filter_map(|a| serde_json::from_value(a["python_server"].clone()).ok())
+                    .collect();
+                check_handler(checks, Direction::RustToPython, case, &seen)
+            }
+            Target::Health => {
+                checks.eq(
+                    &label("the generated client reads SERVING"),
+                    &answers,
+                    &vec![json!({"status": ServingStatus::Serving as i32})],
+                );
+                // What the handler saw is in its span, checked with the spans.
+                None
+            }
+        };
+        observed.push(Observed { caller, handler });
     }
     Ok(observed)
 }
@@ -530,11 +607,24 @@ fn check_spans(
         }
         Via::Interceptor => spans::parent_is(checks, callee, caller, true),
     }
-    checks.eq(
-        &label("the handler runs in its SERVER span"),
-        &observed.handler.as_deref(),
-        &callee.map(|s| s.span_id.as_str()),
-    );
+    let handler = match (case.target, direction) {
+        (Target::Relay, _) => Some(observed.handler.clone()),
+        (Target::Health, Direction::RustToPython) => {
+            let seen: Option<Seen> = callee
+                .and_then(|s| s.attribute(SEEN_ATTRIBUTE))
+                .and_then(|text| serde_json::from_str(&text).ok());
+            Some(check_handler(checks, direction, case, seen.as_slice()))
+        }
+        // tonic-health's handler says nothing of its Context.
+        (Target::Health, Direction::PythonToRust) => None,
+    };
+    if let Some(handler) = handler {
+        checks.eq(
+            &label("the handler runs in its SERVER span"),
+            &handler.as_deref(),
+            &callee.map(|s| s.span_id.as_str()),
+        );
+    }
     for span in [caller, client, callee].into_iter().flatten() {
         checks.eq(
             &label(&format!("{:?} {} span: trace flags", span.side, span.kind)),
