@@ -9,7 +9,9 @@
 //!   and starts its SERVER span under it.
 //!
 //! Each call is a unary or a server-streaming call and its own trace, started from a parent
-//! context with a known trace id.
+//! context with a known trace id. One call each way is `grpc.health.v1.Health/Check` through
+//! the server and client tonic-health generated from protobuf (protobuf bytes written by hand
+//! on the Python side).
 
 use std::convert::Infallible;
 use std::future::Future;
