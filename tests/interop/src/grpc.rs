@@ -127,9 +127,10 @@ impl Case {
 }
 
 fn cases(direction: Direction) -> Vec<Case> {
-    let (a, b, c, d, e, f) = match direction {
-        Direction::PythonToRust => ("1a", "1b", "1c", "1d", "1e", "1f"),
-        Direction::RustToPython => ("2a", "2b", "2c", "2d", "2e", "2f"),
+    // Trace ids 1a..., 1b... (python->rust) and 2a..., 2b... (rust->python): one per call.
+    let (a, b, c, d, e, f, g) = match direction {
+        Direction::PythonToRust => ("1a", "1b", "1c", "1d", "1e", "1f", "10"),
+        Direction::RustToPython => ("2a", "2b", "2c", "2d", "2e", "2f", "20"),
     };
     let trace = |t: &str| format!("{t}f7651916cd43dd8448eb211c80319c");
     let parent = |t: &str, flags: u8| Spec::span(&trace(t), "b7ad6b7169203331", flags);
@@ -176,6 +177,15 @@ fn cases(direction: Direction) -> Vec<Case> {
             parent(d, 0x01).baggage(BAGGAGE),
             true,
             2,
+            Code::Unavailable,
+            Via::Layer,
+            true,
+        ),
+        case(
+            "server-streaming, no message, UNAVAILABLE (trailers-only)",
+            parent(g, 0x01).baggage(BAGGAGE),
+            true,
+            0,
             Code::Unavailable,
             Via::Layer,
             true,
@@ -459,14 +469,20 @@ async fn rust_to_python(
             cx = cx.with_span(span);
         }
         let request = json!({"items": case.items, "code": code_name(case.code)});
-        let (answers, status) = match (case.target, case.via) {
+        let Answered {
+            answers,
+            status,
+            in_headers,
+        } = match (case.target, case.via) {
             (Target::Health, _) => {
                 let check = health.check(HealthCheckRequest {
                     service: String::new(),
                 });
                 match check.with_context(cx.clone()).await {
-                    Ok(r) => (vec![json!({"status": r.into_inner().status})], Ok(())),
-                    Err(status) => (Vec::new(), Err(status)),
+                    Ok(r) => {
+                        Answered::messages(vec![json!({"status": r.into_inner().status})], Ok(()))
+                    }
+                    Err(status) => Answered::before_any_message(status),
                 }
             }
             (Target::Relay, Via::Layer) => {
@@ -489,6 +505,13 @@ async fn rust_to_python(
             &status.as_ref().err().map_or(Code::Ok, Status::code),
             &case.code,
         );
+        if case.streaming && case.code != Code::Ok {
+            checks.eq(
+                &label("the status came in the response headers (trailers-only)"),
+                &in_headers,
+                &(case.items == 0),
+            );
+        }
         let handler = match case.target {
             Target::Relay => {
                 let seen: Vec<Seen> = answers
@@ -513,11 +536,7 @@ async fn rust_to_python(
 }
 
 /// One call of `case` through `grpc`: the messages, then the final status.
-async fn call<T>(
-    grpc: &mut tonic::client::Grpc<T>,
-    case: &Case,
-    request: Value,
-) -> (Vec<Value>, std::result::Result<(), Status>)
+async fn call<T>(grpc: &mut tonic::client::Grpc<T>, case: &Case, request: Value) -> Answered
 where
     T: tonic::client::GrpcService<Body>,
     T::ResponseBody: http_body::Body<Data = bytes::Bytes> + Send + 'static,
@@ -525,14 +544,14 @@ where
     T::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     if let Err(e) = grpc.ready().await {
-        return (Vec::new(), Err(Status::unknown(e.into().to_string())));
+        return Answered::before_any_message(Status::unknown(e.into().to_string()));
     }
     let path = http::uri::PathAndQuery::from_static(case.method());
     let codec = JsonCodec::<Value, Value>::new();
     if !case.streaming {
         return match grpc.unary(Request::new(request), path, codec).await {
-            Ok(r) => (vec![r.into_inner()], Ok(())),
-            Err(status) => (Vec::new(), Err(status)),
+            Ok(r) => Answered::messages(vec![r.into_inner()], Ok(())),
+            Err(status) => Answered::before_any_message(status),
         };
     }
     let mut stream = match grpc
@@ -540,14 +559,40 @@ where
         .await
     {
         Ok(r) => r.into_inner(),
-        Err(status) => return (Vec::new(), Err(status)),
+        Err(status) => return Answered::before_any_message(status),
     };
     let mut items = Vec::new();
     loop {
         match stream.message().await {
             Ok(Some(item)) => items.push(item),
-            Ok(None) => return (items, Ok(())),
-            Err(status) => return (items, Err(status)),
+            Ok(None) => return Answered::messages(items, Ok(())),
+            Err(status) => return Answered::messages(items, Err(status)),
+        }
+    }
+}
+
+/// What a Rust call received: the messages, the final status, and whether that status came with
+/// the response headers (a trailers-only response, or no response) rather than in trailers.
+struct Answered {
+    answers: Vec<Value>,
+    status: std::result::Result<(), Status>,
+    in_headers: bool,
+}
+
+impl Answered {
+    fn messages(answers: Vec<Value>, status: std::result::Result<(), Status>) -> Self {
+        Answered {
+            answers,
+            status,
+            in_headers: false,
+        }
+    }
+
+    fn before_any_message(status: Status) -> Self {
+        Answered {
+            answers: Vec::new(),
+            status: Err(status),
+            in_headers: true,
         }
     }
 }
@@ -610,6 +655,8 @@ fn check_spans(
         Via::Interceptor => spans::parent_is(checks, callee, caller, true),
     }
     let handler = match (case.target, direction) {
+        // No message: the handler said nothing.
+        (Target::Relay, _) if case.items == 0 => None,
         (Target::Relay, _) => Some(observed.handler.clone()),
         (Target::Health, Direction::RustToPython) => {
             let seen: Option<Seen> = callee
@@ -676,7 +723,8 @@ fn check_spans(
 }
 
 /// The Rust relay: `Unary` answers `{"rust_server": what the handler saw}`; `Stream` sends
-/// `items` such messages, then the status `code` (a number).
+/// `items` such messages, then the status `code` (a number; without messages, a trailers-only
+/// response).
 #[derive(Clone)]
 struct Relay;
 
@@ -709,6 +757,10 @@ impl ServerStreamingService<Value> for Relay {
             .as_i64()
             .and_then(|c| i32::try_from(c).ok())
             .map_or(Code::Unknown, Code::from_i32);
+        if items == 0 && code != Code::Ok {
+            // Before any message: a trailers-only response.
+            return Box::pin(async move { Err(Status::new(code, "as asked")) });
+        }
         let mut out: Vec<Result<Value, Status>> =
             (0..items).map(|_| Ok(rust_server_seen())).collect();
         if code != Code::Ok {
