@@ -324,29 +324,6 @@ fn host_and_user_agent(headers: &HeaderMap) -> (Option<&HeaderValue>, Option<&He
     (host, user_agent)
 }
 
-/// The host and the port of an authority (`user@host:port`, `[v6]:port`, `host`).
-pub(crate) fn split_host_port(authority: &str) -> Option<(&str, Option<u16>)> {
-    // Backwards byte scans: on an authority's few bytes they cost a fraction of the `memrchr`
-    // that `rsplit_once` sets up. `@` and `:` are ASCII, so the indices are char boundaries.
-    let authority = match authority.bytes().rposition(|b| b == b'@') {
-        Some(at) => authority.get(at + 1..)?,
-        None => authority,
-    };
-    if let Some(rest) = authority.strip_prefix('[') {
-        let (host, after) = rest.split_once(']')?;
-        let port = after.strip_prefix(':').and_then(|p| p.parse().ok());
-        return Some((host, port));
-    }
-    match authority.bytes().rposition(|b| b == b':') {
-        Some(colon) => Some((
-            authority.get(..colon)?,
-            authority.get(colon + 1..)?.parse().ok(),
-        )),
-        None if authority.is_empty() => None,
-        None => Some((authority, None)),
-    }
-}
-
 fn request_attributes(
     info: &RequestInfo<'_>,
     peer: Option<SocketAddr>,
@@ -412,7 +389,7 @@ fn request_attributes(
 
 #[cfg(test)]
 mod tests {
-    use super::{host_and_user_agent, split_host_port};
+    use super::host_and_user_agent;
     use http::{HeaderMap, HeaderName, HeaderValue};
 
     /// The first line of each, whether the map is read in one pass or by lookups.
@@ -444,22 +421,5 @@ mod tests {
             );
         }
         assert_eq!(host_and_user_agent(&HeaderMap::new()), (None, None));
-    }
-
-    #[test]
-    fn host_and_port_are_split() {
-        assert_eq!(
-            split_host_port("a.example:8080"),
-            Some(("a.example", Some(8080)))
-        );
-        assert_eq!(split_host_port("a.example"), Some(("a.example", None)));
-        assert_eq!(split_host_port("[::1]:9"), Some(("::1", Some(9))));
-        assert_eq!(split_host_port("[::1]"), Some(("::1", None)));
-        assert_eq!(split_host_port(""), None);
-        assert_eq!(
-            split_host_port("user:pw@a.example:81"),
-            Some(("a.example", Some(81)))
-        );
-        assert_eq!(split_host_port("a.example:x"), Some(("a.example", None)));
     }
 }

@@ -14,9 +14,8 @@ use std::sync::OnceLock;
 
 use http::HeaderValue;
 use lens_core::semconv::{KeptText, RepeatedText};
+use lens_span::httpconv::split_host_port;
 use opentelemetry::Value;
-
-use crate::layer::split_host_port;
 
 /// The first route, server address, client address, user agent and default span name a service
 /// saw.

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use lens_core::semconv::{KeptText, RepeatedText};
+use lens_span::httpconv::split_host_port;
 use lens_span::redact::{has_sensitive_value, push_redacted_query};
 use opentelemetry::Value;
 use reqwest::Url;
@@ -83,14 +84,9 @@ impl UrlMemo {
     }
 }
 
-/// The host without IPv6 brackets.
+/// The host without IPv6 brackets (lens-span's [`split_host_port`], the rule of every adapter).
 pub(crate) fn server_address(url: &Url) -> Option<&str> {
-    let host = url.host_str()?;
-    Some(
-        host.strip_prefix('[')
-            .and_then(|h| h.strip_suffix(']'))
-            .unwrap_or(host),
-    )
+    split_host_port(url.host_str()?).map(|(host, _)| host)
 }
 
 /// `url.full`: user name and password replaced by `REDACTED`, values of sensitive query

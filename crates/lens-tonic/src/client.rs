@@ -6,6 +6,7 @@ use std::task::{Context as TaskContext, Poll};
 
 use lens_core::W3cPropagator;
 use lens_core::policy::{OutboundDecision, OutboundPolicy};
+use lens_span::httpconv::split_host_port;
 use lens_span::{FilterDecision, HeaderInjector, Propagation};
 use opentelemetry::Context;
 use opentelemetry::propagation::Injector;
@@ -185,6 +186,11 @@ impl ClientLayer {
     /// takes precedence.
     pub fn with_server_address(mut self, host: impl Into<String>, port: u16) -> Self {
         let host: String = host.into();
+        // `[::1]` or `::1`: the host without brackets, as every adapter writes it.
+        let host = match split_host_port(&host) {
+            Some((bare, None)) if bare.len() + 2 == host.len() => bare.to_owned(),
+            _ => host,
+        };
         self.config.server = Some((Arc::from(host), port));
         self
     }
@@ -224,10 +230,14 @@ where
             return ResponseFuture::untraced(self.inner.call(request));
         }
         let server = &config.server;
-        let (host, port) = match request.uri().authority() {
-            Some(a) => (
-                Some(Arc::<str>::from(a.host())),
-                a.port_u16().or_else(|| server.as_ref().map(|(_, p)| *p)),
+        let (host, port) = match request
+            .uri()
+            .authority()
+            .and_then(|a| split_host_port(a.as_str()))
+        {
+            Some((host, port)) => (
+                Some(Arc::<str>::from(host)),
+                port.or_else(|| server.as_ref().map(|(_, p)| *p)),
             ),
             None => match server {
                 Some((h, p)) => (Some(Arc::clone(h)), Some(*p)),
