@@ -13,9 +13,9 @@ use axum::extract::MatchedPath;
 use http::header::{HOST, HeaderName, HeaderValue, USER_AGENT};
 use http::{HeaderMap, Method, Request, Response, StatusCode, Uri, Version};
 use lens_core::policy::InboundPolicy;
-use lens_core::semconv::known_http_method;
 use lens_core::traceresponse::{TRACERESPONSE_HEADER, TraceResponse};
 use lens_span::classify::{HttpServerErrors, Outcome};
+use lens_span::httpconv::known_http_method;
 use lens_span::lifecycle::ResponseAttributesFn;
 use lens_span::redact::redacted_query;
 use lens_span::{Adapter, AtLastFrame, LiveSpan, SpanOptions, TracedBody, httpconv, poll_in};
@@ -204,7 +204,7 @@ where
         let peer = peer_addr(&req);
         let inbound = options.extract_inbound(req.headers(), peer.map(|p| p.ip()));
 
-        let name = options.span_name(&info, || default_span_name(info.method, route, &self.memos));
+        let name = options.span_name(&info, || default_span_name(info.method, route));
         let mut attributes = request_attributes(&info, peer, &self.memos);
         options.request_attributes(&info, &mut attributes);
         let span = options.start_server(name, attributes, inbound);
@@ -298,10 +298,17 @@ fn peer_addr<B>(_req: &Request<B>) -> Option<SocketAddr> {
     None
 }
 
-fn default_span_name(method: &Method, route: Option<&str>, memos: &Memos) -> Cow<'static, str> {
+/// `{method} {route}` (allocated once at its length: the span owns its name), else the method.
+fn default_span_name(method: &Method, route: Option<&str>) -> Cow<'static, str> {
     let method = known_http_method(method).unwrap_or("HTTP");
     match route {
-        Some(route) => memos.span_name(method, route),
+        Some(route) => {
+            let mut name = String::with_capacity(method.len() + 1 + route.len());
+            name.push_str(method);
+            name.push(' ');
+            name.push_str(route);
+            Cow::Owned(name)
+        }
         None => Cow::Borrowed(method),
     }
 }
