@@ -16,9 +16,10 @@ use lens_core::policy::InboundPolicy;
 use lens_core::traceresponse::{TRACERESPONSE_HEADER, TraceResponse};
 use lens_span::classify::{HttpServerErrors, Outcome};
 use lens_span::httpconv::known_http_method;
-use lens_span::lifecycle::ResponseAttributesFn;
 use lens_span::redact::redacted_query;
-use lens_span::{Adapter, AtLastFrame, LiveSpan, SpanOptions, TracedBody, httpconv, poll_in};
+use lens_span::{
+    Adapter, AtLastFrame, LiveSpan, Responder, SpanOptions, TracedBody, httpconv, poll_in,
+};
 use opentelemetry::KeyValue;
 use opentelemetry_semantic_conventions::attribute::{
     CLIENT_ADDRESS, HTTP_ROUTE, NETWORK_PROTOCOL_VERSION, SERVER_ADDRESS, SERVER_PORT, URL_PATH,
@@ -62,6 +63,7 @@ struct Axum;
 impl Adapter for Axum {
     type Request<'a> = RequestInfo<'a>;
     type Response<'a> = ResponseInfo<'a>;
+    type Status = StatusCode;
 }
 
 #[derive(Clone, Debug)]
@@ -141,8 +143,8 @@ lens_span::span_knobs!(
     ServerLayer,
     request: RequestInfo<'_>,
     response: ResponseInfo<'_>,
-    policy: with_inbound_policy(InboundPolicy),
-    renamed_policy: with_policy
+    status: StatusCode,
+    policy: with_inbound_policy(InboundPolicy)
 );
 
 impl<S> Layer<S> for ServerLayer {
@@ -192,11 +194,11 @@ where
             headers: req.headers(),
             route,
         };
-        if !options.filter(&info).span {
+        if !options.filter_decision(&info).span {
             return ResponseFuture {
                 inner: self.inner.call(req),
                 span: None,
-                response_attributes: None,
+                responder: None,
                 traceresponse: false,
             };
         }
@@ -204,10 +206,13 @@ where
         let peer = peer_addr(&req);
         let inbound = options.extract_inbound(req.headers(), peer.map(|p| p.ip()));
 
-        let name = options.span_name(&info, || default_span_name(info.method, route));
-        let mut attributes = request_attributes(&info, peer, &self.memos);
-        options.request_attributes(&info, &mut attributes);
-        let span = options.start_server(name, attributes, inbound);
+        let attributes = request_attributes(&info, peer, &self.memos);
+        let span = options.start_server(
+            &info,
+            || default_span_name(info.method, route),
+            attributes,
+            inbound,
+        );
 
         // No request extension for handlers: `RequestContext` reads the current Context, which
         // is the span's around `call` and every poll of the inner future (an extension would cost
@@ -216,7 +221,7 @@ where
         ResponseFuture {
             inner,
             span: Some(span),
-            response_attributes: options.response_attributes.clone(),
+            responder: Some(options.responder()),
             traceresponse: config.traceresponse,
         }
     }
@@ -229,7 +234,7 @@ pin_project! {
         #[pin]
         inner: F,
         span: Option<LiveSpan>,
-        response_attributes: Option<Arc<ResponseAttributesFn<Axum>>>,
+        responder: Option<Responder<Axum>>,
         traceresponse: bool,
     }
 }
@@ -256,15 +261,15 @@ where
         let span = this.span.take();
         match result {
             Ok(mut res) => {
-                if let Some(span) = &span {
-                    httpconv::record_status(span, res.status(), &HttpServerErrors);
-                    if let Some(hook) = this.response_attributes {
-                        let info = ResponseInfo {
-                            status: res.status(),
-                            headers: res.headers(),
-                        };
-                        hook(&info, &span.span());
-                    }
+                if let (Some(span), Some(responder)) = (&span, this.responder.as_ref()) {
+                    let status = res.status();
+                    span.span().set_attribute(httpconv::status_code(status));
+                    let info = ResponseInfo {
+                        status,
+                        headers: res.headers(),
+                    };
+                    // The user's classifier, else the conventions' (5xx), then the hooks.
+                    responder.respond(span, &status, &info, &HttpServerErrors);
                     if *this.traceresponse
                         && let Some(tr) =
                             TraceResponse::from_span_context(span.span().span_context())

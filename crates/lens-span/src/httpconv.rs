@@ -10,9 +10,6 @@ use opentelemetry_semantic_conventions::attribute::{
     HTTP_REQUEST_METHOD, HTTP_REQUEST_METHOD_ORIGINAL, HTTP_RESPONSE_STATUS_CODE,
 };
 
-use crate::classify::Classify;
-use crate::lifecycle::LiveSpan;
-
 /// The `http.request.method` value of a method the HTTP semantic conventions know, as a
 /// `&'static str` (no allocation per request); `None` for any other method, which the
 /// conventions record as `_OTHER`.
@@ -99,13 +96,9 @@ pub fn push_method(attributes: &mut Vec<KeyValue>, method: &Method) -> Option<&'
     known
 }
 
-/// Sets `http.response.status_code` on `span` and records what `classifier` makes of `status`.
-pub fn record_status<C: Classify<StatusCode>>(span: &LiveSpan, status: StatusCode, classifier: &C) {
-    span.span().set_attribute(KeyValue::new(
-        HTTP_RESPONSE_STATUS_CODE,
-        i64::from(status.as_u16()),
-    ));
-    span.record(classifier.classify(&status));
+/// The `http.response.status_code` attribute of `status`.
+pub fn status_code(status: StatusCode) -> KeyValue {
+    KeyValue::new(HTTP_RESPONSE_STATUS_CODE, i64::from(status.as_u16()))
 }
 
 /// The host and the port of an authority (`host`, `host:port`, `[v6]:port`, with or without

@@ -69,7 +69,7 @@ impl ClientInterceptor {
                 trace_context: true,
                 baggage: true,
             },
-            propagation: Propagation::Lens,
+            propagation: Propagation::lens(),
             filter: None,
         }
     }
@@ -84,13 +84,13 @@ impl ClientInterceptor {
 
     /// Uses `propagator` instead of lens's process-wide one.
     pub fn with_propagator(mut self, propagator: W3cPropagator) -> Self {
-        self.propagation = Propagation::With(Arc::new(propagator));
+        self.propagation = Propagation::with(propagator);
         self
     }
 
     /// Uses the propagator installed globally in opentelemetry instead of lens's.
     pub fn with_global_propagator(mut self) -> Self {
-        self.propagation = Propagation::Global;
+        self.propagation = Propagation::global();
         self
     }
 
@@ -225,7 +225,7 @@ where
         let options = &config.options;
         let info = RequestInfo::of(&request);
         let method = info.method;
-        let filter = options.filter(&info);
+        let filter = options.filter_decision(&info);
         if !filter.span && !filter.inject {
             return ResponseFuture::untraced(self.inner.call(request));
         }
@@ -244,20 +244,20 @@ where
                 None => (None, None),
             },
         };
-        let decision = options.policy.decide(host.as_deref().unwrap_or(""));
+        let decision = options.policy().decide(host.as_deref().unwrap_or(""));
         if !filter.span {
             let mut headers = GrpcHeaders(request.headers_mut());
-            Context::map_current(|cx| options.propagation.inject(decision, cx, &mut headers));
+            Context::map_current(|cx| options.propagation().inject(decision, cx, &mut headers));
             return ResponseFuture::untraced(self.inner.call(request));
         }
 
         let mut attributes = config.rpc_attributes(&method);
         push_server_address(&mut attributes, host, port);
-        options.request_attributes(&info, &mut attributes);
-        let name = options.span_name(&info, || method.span_name());
-        let span = Context::map_current(|parent| options.start_client(name, attributes, parent));
+        let span = Context::map_current(|parent| {
+            options.start_client(&info, || method.span_name(), attributes, parent)
+        });
         if filter.inject {
-            options.propagation.inject(
+            options.propagation().inject(
                 decision,
                 span.context(),
                 &mut GrpcHeaders(request.headers_mut()),

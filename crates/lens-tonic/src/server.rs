@@ -126,7 +126,7 @@ where
         let options = &config.options;
         let info = RequestInfo::of(&request);
         let method = info.method;
-        if !options.filter(&info).span {
+        if !options.filter_decision(&info).span {
             return ResponseFuture::untraced(self.inner.call(request));
         }
         let (peer, local) = connect_info(&request);
@@ -134,9 +134,7 @@ where
 
         let mut attributes = config.rpc_attributes(&method);
         server_address(&request, local, &mut attributes);
-        options.request_attributes(&info, &mut attributes);
-        let name = options.span_name(&info, || method.span_name());
-        let span = options.start_server(name, attributes, inbound);
+        let span = options.start_server(&info, || method.span_name(), attributes, inbound);
 
         let future = span.in_scope(|| self.inner.call(request));
         ResponseFuture::new(future, span, config.call_end(SpanSide::Server))
