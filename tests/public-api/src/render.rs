@@ -381,11 +381,7 @@ fn generics(generics: &Value) -> String {
             }
         })
         .collect();
-    if params.is_empty() {
-        String::new()
-    } else {
-        format!("<{}>", params.join(", "))
-    }
+    joined(&params, "<", ">")
 }
 
 fn where_clause(generics: &Value) -> String {
@@ -420,25 +416,26 @@ fn where_clause(generics: &Value) -> String {
             }
         })
         .collect();
-    if predicates.is_empty() {
+    joined(&predicates, " where ", "")
+}
+
+/// `items` joined with `, ` between `open` and `close`; nothing when there are none.
+fn joined(items: &[String], open: &str, close: &str) -> String {
+    if items.is_empty() {
         String::new()
     } else {
-        format!(" where {}", predicates.join(", "))
+        format!("{open}{}{close}", items.join(", "))
     }
 }
 
 fn higher_ranked(params: &Value) -> String {
-    let names: Vec<&str> = params
+    let names: Vec<String> = params
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|p| p["name"].as_str())
+        .filter_map(|p| p["name"].as_str().map(str::to_owned))
         .collect();
-    if names.is_empty() {
-        String::new()
-    } else {
-        format!("for<{}> ", names.join(", "))
-    }
+    joined(&names, "for<", "> ")
 }
 
 fn bounds(bounds: &Value) -> String {
@@ -531,11 +528,7 @@ fn args(args: &Value) -> String {
                 all.push(format!("{name}: {}", bounds(b)));
             }
         }
-        return if all.is_empty() {
-            String::new()
-        } else {
-            format!("<{}>", all.join(", "))
-        };
+        return joined(&all, "<", ">");
     }
     if let Some(paren) = args.get("parenthesized") {
         let output = if paren["output"].is_null() {
