@@ -290,6 +290,19 @@ fn server_address(span: &SpanData) -> (Option<String>, Option<i64>) {
     )
 }
 
+/// One call to `uri` (with a `Host` header when given) through `service`.
+async fn call_once<S>(service: &mut S, uri: &str, host: Option<&str>)
+where
+    S: Service<http::Request<()>>,
+    S::Error: std::fmt::Debug,
+{
+    let mut request = http::Request::builder().uri(uri);
+    if let Some(host) = host {
+        request = request.header("host", host);
+    }
+    let _response = service.call(request.body(()).unwrap()).await.unwrap();
+}
+
 /// `server.address` of an IPv6 authority is the address without brackets on both sides, as
 /// lens-axum and lens-reqwest write it (one splitter, lens-span's `split_host_port`).
 #[tokio::test]
@@ -298,38 +311,26 @@ async fn ipv6_authorities_lose_their_brackets_on_both_sides() {
     let mut server = ServerLayer::new()
         .with_tracer(tracer.clone())
         .layer(Peer::new("0"));
-    let request = http::Request::builder()
-        .uri("http://[::1]:50051/lens.test.Echo/Echo")
-        .body(())
-        .unwrap();
-    let _response = server.call(request).await.unwrap();
+    call_once(&mut server, "http://[::1]:50051/lens.test.Echo/Echo", None).await;
     // The Host header, when the URI has no authority.
-    let request = http::Request::builder()
-        .uri("/lens.test.Echo/Echo")
-        .header("host", "[2001:db8::7]:8443")
-        .body(())
-        .unwrap();
-    let _response = server.call(request).await.unwrap();
+    call_once(
+        &mut server,
+        "/lens.test.Echo/Echo",
+        Some("[2001:db8::7]:8443"),
+    )
+    .await;
 
     let mut client = ClientLayer::new()
         .with_tracer(tracer.clone())
         .layer(Peer::new("0"));
-    let request = http::Request::builder()
-        .uri("http://[::1]:50052/lens.test.Echo/Echo")
-        .body(())
-        .unwrap();
-    let _response = client.call(request).await.unwrap();
+    call_once(&mut client, "http://[::1]:50052/lens.test.Echo/Echo", None).await;
     // Given with or without brackets, the same text.
     for host in ["[::2]", "::2"] {
         let mut client = ClientLayer::new()
             .with_tracer(tracer.clone())
             .with_server_address(host, 7)
             .layer(Peer::new("0"));
-        let request = http::Request::builder()
-            .uri("/lens.test.Echo/Echo")
-            .body(())
-            .unwrap();
-        let _response = client.call(request).await.unwrap();
+        call_once(&mut client, "/lens.test.Echo/Echo", None).await;
     }
 
     let spans = recorder.wait_for(5).await;

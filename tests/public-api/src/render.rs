@@ -124,7 +124,7 @@ impl<'a> Listing<'a> {
             }
             "union" => format!("pub union {path}{}", generics(&body["generics"])),
             "enum" => {
-                for variant in body["variants"].as_array().into_iter().flatten() {
+                for variant in items(&body["variants"]) {
                     if let Some(variant) = id_key(variant) {
                         self.variant(&variant, path);
                     }
@@ -133,7 +133,7 @@ impl<'a> Listing<'a> {
                 format!("pub enum {path}{}", generics(&body["generics"]))
             }
             "trait" => {
-                for member in body["items"].as_array().into_iter().flatten() {
+                for member in items(&body["items"]) {
                     if let Some(member) = id_key(member) {
                         self.member(&member, path, "");
                     }
@@ -191,19 +191,13 @@ impl<'a> Listing<'a> {
         let name = item["name"].as_str().unwrap_or("_");
         let kind = &item["inner"]["variant"]["kind"];
         let shape = if let Some(tuple) = kind.get("tuple") {
-            let types: Vec<String> = tuple
-                .as_array()
-                .into_iter()
-                .flatten()
+            let types: Vec<String> = items(tuple)
                 .filter_map(id_key)
                 .map(|f| ty(&self.item(&f)["inner"]["struct_field"]))
                 .collect();
             format!("({})", types.join(", "))
         } else if let Some(fields) = kind.get("struct") {
-            let fields: Vec<String> = fields["fields"]
-                .as_array()
-                .into_iter()
-                .flatten()
+            let fields: Vec<String> = items(&fields["fields"])
                 .filter_map(id_key)
                 .map(|f| {
                     let field = self.item(&f);
@@ -224,7 +218,7 @@ impl<'a> Listing<'a> {
     /// The inherent impls' public items and the trait impls (not auto traits, not blanket
     /// impls: what every type gets says nothing of this one).
     fn impls(&mut self, body: &Value, path: &str) {
-        for imp in body["impls"].as_array().into_iter().flatten() {
+        for imp in items(&body["impls"]) {
             let Some(imp) = id_key(imp) else { continue };
             let inner = &self.item(&imp)["inner"]["impl"];
             if inner["is_synthetic"].as_bool().unwrap_or(false)
@@ -236,7 +230,7 @@ impl<'a> Listing<'a> {
             let impl_generics = generics(&inner["generics"]);
             let target = ty(&inner["for"]);
             if inner["trait"].is_null() {
-                for member in inner["items"].as_array().into_iter().flatten() {
+                for member in items(&inner["items"]) {
                     if let Some(member) = id_key(member)
                         && Self::is_public(self.item(&member))
                     {
@@ -274,11 +268,7 @@ impl<'a> Listing<'a> {
             "assoc_type" => {
                 let bounds = bounds(&body["bounds"]);
                 let colon = if bounds.is_empty() { "" } else { ": " };
-                let value = if body["type"].is_null() {
-                    String::new()
-                } else {
-                    format!(" = {}", ty(&body["type"]))
-                };
+                let value = optional_ty(" = ", &body["type"]);
                 format!(
                     "type {path}::{name}{}{colon}{bounds}{value}",
                     generics(&body["generics"])
@@ -309,10 +299,7 @@ fn function(path: &str, body: &Value) -> String {
         }
     }
     let sig = &body["sig"];
-    let inputs: Vec<String> = sig["inputs"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let inputs: Vec<String> = items(&sig["inputs"])
         .map(|input| {
             let name = input[0].as_str().unwrap_or("_");
             let ty = ty(&input[1]);
@@ -324,11 +311,7 @@ fn function(path: &str, body: &Value) -> String {
             }
         })
         .collect();
-    let output = if sig["output"].is_null() {
-        String::new()
-    } else {
-        format!(" -> {}", ty(&sig["output"]))
-    };
+    let output = optional_ty(" -> ", &sig["output"]);
     out.push_str(&format!(
         "fn {path}{}({}){output}{}",
         generics(&body["generics"]),
@@ -340,18 +323,12 @@ fn function(path: &str, body: &Value) -> String {
 
 /// `<'a, T: Bound, const N: usize>` (synthetic parameters of `impl Trait` arguments left out).
 fn generics(generics: &Value) -> String {
-    let params: Vec<String> = generics["params"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let params: Vec<String> = items(&generics["params"])
         .filter_map(|param| {
             let name = param["name"].as_str().unwrap_or("_");
             let kind = &param["kind"];
             if let Some(lifetime) = kind.get("lifetime") {
-                let outlives: Vec<&str> = lifetime["outlives"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
+                let outlives: Vec<&str> = items(&lifetime["outlives"])
                     .filter_map(Value::as_str)
                     .collect();
                 Some(if outlives.is_empty() {
@@ -385,10 +362,7 @@ fn generics(generics: &Value) -> String {
 }
 
 fn where_clause(generics: &Value) -> String {
-    let predicates: Vec<String> = generics["where_predicates"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let predicates: Vec<String> = items(&generics["where_predicates"])
         .map(|p| {
             if let Some(b) = p.get("bound_predicate") {
                 format!(
@@ -398,12 +372,7 @@ fn where_clause(generics: &Value) -> String {
                     bounds(&b["bounds"])
                 )
             } else if let Some(l) = p.get("lifetime_predicate") {
-                let outlives: Vec<&str> = l["outlives"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
+                let outlives: Vec<&str> = items(&l["outlives"]).filter_map(Value::as_str).collect();
                 format!(
                     "{}: {}",
                     l["lifetime"].as_str().unwrap_or("'_"),
@@ -419,6 +388,11 @@ fn where_clause(generics: &Value) -> String {
     joined(&predicates, " where ", "")
 }
 
+/// The elements of the JSON array `v` (none when it is not one).
+fn items(v: &Value) -> impl Iterator<Item = &Value> {
+    v.as_array().into_iter().flatten()
+}
+
 /// `items` joined with `, ` between `open` and `close`; nothing when there are none.
 fn joined(items: &[String], open: &str, close: &str) -> String {
     if items.is_empty() {
@@ -429,20 +403,14 @@ fn joined(items: &[String], open: &str, close: &str) -> String {
 }
 
 fn higher_ranked(params: &Value) -> String {
-    let names: Vec<String> = params
-        .as_array()
-        .into_iter()
-        .flatten()
+    let names: Vec<String> = items(params)
         .filter_map(|p| p["name"].as_str().map(str::to_owned))
         .collect();
     joined(&names, "for<", "> ")
 }
 
 fn bounds(bounds: &Value) -> String {
-    let all: Vec<String> = bounds
-        .as_array()
-        .into_iter()
-        .flatten()
+    let all: Vec<String> = items(bounds)
         .map(|b| {
             if let Some(t) = b.get("trait_bound") {
                 let modifier = match t["modifier"].as_str() {
@@ -476,10 +444,7 @@ fn bounds(bounds: &Value) -> String {
 }
 
 fn list(values: &Value, f: impl Fn(&Value) -> Option<String>) -> String {
-    values
-        .as_array()
-        .into_iter()
-        .flatten()
+    items(values)
         .map(|v| f(v).unwrap_or_else(|| v.to_string()))
         .collect::<Vec<_>>()
         .join(", ")
@@ -499,10 +464,7 @@ fn args(args: &Value) -> String {
         return String::new();
     }
     if let Some(angle) = args.get("angle_bracketed") {
-        let mut all: Vec<String> = angle["args"]
-            .as_array()
-            .into_iter()
-            .flatten()
+        let mut all: Vec<String> = items(&angle["args"])
             .map(|a| {
                 if let Some(t) = a.get("type") {
                     ty(t)
@@ -515,7 +477,7 @@ fn args(args: &Value) -> String {
                 }
             })
             .collect();
-        for c in angle["constraints"].as_array().into_iter().flatten() {
+        for c in items(&angle["constraints"]) {
             let name = format!(
                 "{}{}",
                 c["name"].as_str().unwrap_or("_"),
@@ -531,11 +493,7 @@ fn args(args: &Value) -> String {
         return joined(&all, "<", ">");
     }
     if let Some(paren) = args.get("parenthesized") {
-        let output = if paren["output"].is_null() {
-            String::new()
-        } else {
-            format!(" -> {}", ty(&paren["output"]))
-        };
+        let output = optional_ty(" -> ", &paren["output"]);
         return format!("({}){output}", list(&paren["inputs"], |t| Some(ty(t))));
     }
     if args.get("return_type_notation").is_some() {
@@ -551,6 +509,15 @@ fn term(term: &Value) -> String {
         c["expr"].as_str().unwrap_or("_").to_owned()
     } else {
         term.to_string()
+    }
+}
+
+/// `prefix` and the type `t`, or nothing when there is none (`null`).
+fn optional_ty(prefix: &str, t: &Value) -> String {
+    if t.is_null() {
+        String::new()
+    } else {
+        format!("{prefix}{}", ty(t))
     }
 }
 
@@ -598,10 +565,7 @@ fn ty(t: &Value) -> String {
         ),
         "impl_trait" => format!("impl {}", bounds(body)),
         "dyn_trait" => {
-            let mut parts: Vec<String> = body["traits"]
-                .as_array()
-                .into_iter()
-                .flatten()
+            let mut parts: Vec<String> = items(&body["traits"])
                 .map(|p| {
                     format!(
                         "{}{}",
@@ -632,11 +596,7 @@ fn ty(t: &Value) -> String {
         "function_pointer" => {
             let sig = &body["sig"];
             let inputs = list(&sig["inputs"], |i| Some(ty(&i[1])));
-            let output = if sig["output"].is_null() {
-                String::new()
-            } else {
-                format!(" -> {}", ty(&sig["output"]))
-            };
+            let output = optional_ty(" -> ", &sig["output"]);
             format!(
                 "{}fn({inputs}){output}",
                 higher_ranked(&body["generic_params"])
