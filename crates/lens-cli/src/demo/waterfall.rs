@@ -243,7 +243,9 @@ pub(crate) fn hop_label(span: &SpanData) -> Option<&str> {
         return None;
     }
     let has = |key: &str| span.attributes.iter().any(|kv| kv.key.as_str() == key);
-    Some(if has("rpc.system") {
+    // `rpc.system` before semantic conventions 1.37, `rpc.system.name` after
+    // (`OTEL_SEMCONV_STABILITY_OPT_IN=rpc`); `rpc/dup` writes both.
+    Some(if has("rpc.system") || has("rpc.system.name") {
         "grpc"
     } else if has("http.request.method") {
         "http"
@@ -700,6 +702,25 @@ pub(crate) mod tests {
             summary_line(&summary),
             format!("trace {TRACE}: 5 spans, complete, 1.0 ms; 1 hops (1 http); 1 links")
         );
+    }
+
+    /// A gRPC hop is named `grpc` under every `OTEL_SEMCONV_STABILITY_OPT_IN` choice: the
+    /// key before semantic conventions 1.37, the key after, or both.
+    #[test]
+    fn a_grpc_hop_is_named_by_either_rpc_system_key() {
+        for keys in [
+            &["rpc.system"][..],
+            &["rpc.system.name"],
+            &["rpc.system", "rpc.system.name"],
+        ] {
+            let mut server = span("svc", "p.S/M", 3, 2, SpanKind::Server, (0, 10));
+            server.data.parent_span_is_remote = true;
+            server.data.instrumentation_scope = InstrumentationScope::builder("lens-tonic").build();
+            for key in keys {
+                server.data.attributes.push(KeyValue::new(*key, "grpc"));
+            }
+            assert_eq!(hop_label(&server.data), Some("grpc"), "{keys:?}");
+        }
     }
 
     #[test]
