@@ -20,9 +20,10 @@ pub(crate) const HELP: &str = "\
 usage: cargo xtask interop
 
 Checks lens against the real Python library NVIDIA NeMo Lens 0.1.0, live: HTTP both ways (FastAPI +
-aiohttp with NeMo Lens, axum + reqwest with lens), NCCL context bytes both ways, Ray-style
-remote-call carriers both ways, and both SDKs' OTLP exporters into `lens watch`. Scenarios and
-checks: docs/interop-with-python.md.
+aiohttp with NeMo Lens, axum + reqwest with lens), gRPC both ways (grpcio with NeMo Lens's
+inject_context / extract_context on the metadata, tonic with lens-tonic; unary and
+server-streaming), NCCL context bytes both ways, Ray-style remote-call carriers both ways, and
+both SDKs' OTLP exporters into `lens watch`. Scenarios and checks: docs/interop-with-python.md.
 
 Needs a Python >= 3.13 (nemo-lens 0.1.0 requires it), looked for in this order:
   $LENS_INTEROP_PYTHON, python3.14 / python3.13 / python3 / python on PATH, then

@@ -3,6 +3,8 @@
 //! * `cargo xtask test`: formatting, clippy, the workspace tests, then every optional
 //!   (feature-gated) suite whose requirements are present on this machine.
 //! * `cargo xtask bench [GROUP]`: the criterion benchmark suites.
+//! * `cargo xtask public-api [--bless]`: the public API listings (see `public_api.rs`); also a
+//!   step of `cargo xtask test`.
 //! * `cargo xtask interop`: lens against the real Python NeMo Lens, live (see `interop.rs`).
 //! * `cargo xtask w3c --harness DIR`: the official W3C Trace Context test harness against
 //!   `lens w3c-service` (see `w3c.rs`); not part of `cargo xtask test`.
@@ -14,6 +16,7 @@ mod fuzz;
 mod gpu;
 mod interop;
 mod mutants;
+mod public_api;
 #[cfg(test)]
 mod rules;
 mod soak;
@@ -36,6 +39,7 @@ commands:
   fuzz     run every cargo-fuzz target for a while (cargo xtask fuzz --seconds N)
   mutants  cargo-mutants over lens-core's codec modules (slow; not part of `test`)
   soak     load and fault checks of the HTTP chain (cargo xtask soak --seconds N --concurrency C)
+  public-api  the public API of every published library crate against tests/public-api/listings
   w3c      the W3C Trace Context test harness against lens w3c-service (cargo xtask w3c --harness DIR)
   help     print this text
 
@@ -47,7 +51,7 @@ usage: cargo xtask test
 Runs, in order, stopping at the first failure (non-zero exit):
   1. cargo fmt --all -- --check
   2. cargo clippy --workspace --all-targets -- -D warnings
-  3. cargo test --workspace
+  3. cargo test --workspace, then the public API listings (cargo xtask public-api)
   4. the optional suites (feature-gated crates, interop tests). A suite whose requirement is
      missing on this machine is skipped with a note naming what to install; skips do not
      change the exit status.";
@@ -79,6 +83,7 @@ fn main() -> ExitCode {
         "fuzz" => fuzz::fuzz(rest),
         "mutants" => mutants::mutants(rest),
         "soak" => soak::soak(rest),
+        "public-api" => public_api::public_api(rest),
         "w3c" => w3c::w3c(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
@@ -277,6 +282,7 @@ fn test(args: &[String]) -> Result {
         ]),
     )?;
     run("test", cargo(&["test", "--workspace"]))?;
+    public_api::public_api(&[])?;
 
     let mut skipped = 0;
     for step in OPTIONAL_STEPS {

@@ -13,12 +13,13 @@ use axum::extract::MatchedPath;
 use http::header::{HOST, HeaderName, HeaderValue, USER_AGENT};
 use http::{HeaderMap, Method, Request, Response, StatusCode, Uri, Version};
 use lens_core::policy::InboundPolicy;
-use lens_core::semconv::known_http_method;
 use lens_core::traceresponse::{TRACERESPONSE_HEADER, TraceResponse};
 use lens_span::classify::{HttpServerErrors, Outcome};
-use lens_span::lifecycle::ResponseAttributesFn;
+use lens_span::httpconv::known_http_method;
 use lens_span::redact::redacted_query;
-use lens_span::{Adapter, AtLastFrame, LiveSpan, SpanOptions, TracedBody, httpconv, poll_in};
+use lens_span::{
+    Adapter, AtLastFrame, LiveSpan, Responder, SpanOptions, TracedBody, httpconv, poll_in,
+};
 use opentelemetry::KeyValue;
 use opentelemetry_semantic_conventions::attribute::{
     CLIENT_ADDRESS, HTTP_ROUTE, NETWORK_PROTOCOL_VERSION, SERVER_ADDRESS, SERVER_PORT, URL_PATH,
@@ -62,6 +63,7 @@ struct Axum;
 impl Adapter for Axum {
     type Request<'a> = RequestInfo<'a>;
     type Response<'a> = ResponseInfo<'a>;
+    type Status = StatusCode;
 }
 
 #[derive(Clone, Debug)]
@@ -141,8 +143,8 @@ lens_span::span_knobs!(
     ServerLayer,
     request: RequestInfo<'_>,
     response: ResponseInfo<'_>,
-    policy: with_inbound_policy(InboundPolicy),
-    renamed_policy: with_policy
+    status: StatusCode,
+    policy: with_inbound_policy(InboundPolicy)
 );
 
 impl<S> Layer<S> for ServerLayer {
@@ -192,11 +194,11 @@ where
             headers: req.headers(),
             route,
         };
-        if !options.filter(&info).span {
+        if !options.filter_decision(&info).span {
             return ResponseFuture {
                 inner: self.inner.call(req),
                 span: None,
-                response_attributes: None,
+                responder: None,
                 traceresponse: false,
             };
         }
@@ -204,10 +206,13 @@ where
         let peer = peer_addr(&req);
         let inbound = options.extract_inbound(req.headers(), peer.map(|p| p.ip()));
 
-        let name = options.span_name(&info, || default_span_name(info.method, route, &self.memos));
-        let mut attributes = request_attributes(&info, peer, &self.memos);
-        options.request_attributes(&info, &mut attributes);
-        let span = options.start_server(name, attributes, inbound);
+        let attributes = request_attributes(&info, peer, &self.memos);
+        let span = options.start_server(
+            &info,
+            || default_span_name(info.method, route),
+            attributes,
+            inbound,
+        );
 
         // No request extension for handlers: `RequestContext` reads the current Context, which
         // is the span's around `call` and every poll of the inner future (an extension would cost
@@ -216,7 +221,7 @@ where
         ResponseFuture {
             inner,
             span: Some(span),
-            response_attributes: options.response_attributes.clone(),
+            responder: Some(options.responder()),
             traceresponse: config.traceresponse,
         }
     }
@@ -229,7 +234,7 @@ pin_project! {
         #[pin]
         inner: F,
         span: Option<LiveSpan>,
-        response_attributes: Option<Arc<ResponseAttributesFn<Axum>>>,
+        responder: Option<Responder<Axum>>,
         traceresponse: bool,
     }
 }
@@ -256,15 +261,15 @@ where
         let span = this.span.take();
         match result {
             Ok(mut res) => {
-                if let Some(span) = &span {
-                    httpconv::record_status(span, res.status(), &HttpServerErrors);
-                    if let Some(hook) = this.response_attributes {
-                        let info = ResponseInfo {
-                            status: res.status(),
-                            headers: res.headers(),
-                        };
-                        hook(&info, &span.span());
-                    }
+                if let (Some(span), Some(responder)) = (&span, this.responder.as_ref()) {
+                    let status = res.status();
+                    span.span().set_attribute(httpconv::status_code(status));
+                    let info = ResponseInfo {
+                        status,
+                        headers: res.headers(),
+                    };
+                    // The user's classifier, else the conventions' (5xx), then the hooks.
+                    responder.respond(span, &status, &info, &HttpServerErrors);
                     if *this.traceresponse
                         && let Some(tr) =
                             TraceResponse::from_span_context(span.span().span_context())
@@ -298,10 +303,17 @@ fn peer_addr<B>(_req: &Request<B>) -> Option<SocketAddr> {
     None
 }
 
-fn default_span_name(method: &Method, route: Option<&str>, memos: &Memos) -> Cow<'static, str> {
+/// `{method} {route}` (allocated once at its length: the span owns its name), else the method.
+fn default_span_name(method: &Method, route: Option<&str>) -> Cow<'static, str> {
     let method = known_http_method(method).unwrap_or("HTTP");
     match route {
-        Some(route) => memos.span_name(method, route),
+        Some(route) => {
+            let mut name = String::with_capacity(method.len() + 1 + route.len());
+            name.push_str(method);
+            name.push(' ');
+            name.push_str(route);
+            Cow::Owned(name)
+        }
         None => Cow::Borrowed(method),
     }
 }
@@ -322,29 +334,6 @@ fn host_and_user_agent(headers: &HeaderMap) -> (Option<&HeaderValue>, Option<&He
         }
     }
     (host, user_agent)
-}
-
-/// The host and the port of an authority (`user@host:port`, `[v6]:port`, `host`).
-pub(crate) fn split_host_port(authority: &str) -> Option<(&str, Option<u16>)> {
-    // Backwards byte scans: on an authority's few bytes they cost a fraction of the `memrchr`
-    // that `rsplit_once` sets up. `@` and `:` are ASCII, so the indices are char boundaries.
-    let authority = match authority.bytes().rposition(|b| b == b'@') {
-        Some(at) => authority.get(at + 1..)?,
-        None => authority,
-    };
-    if let Some(rest) = authority.strip_prefix('[') {
-        let (host, after) = rest.split_once(']')?;
-        let port = after.strip_prefix(':').and_then(|p| p.parse().ok());
-        return Some((host, port));
-    }
-    match authority.bytes().rposition(|b| b == b':') {
-        Some(colon) => Some((
-            authority.get(..colon)?,
-            authority.get(colon + 1..)?.parse().ok(),
-        )),
-        None if authority.is_empty() => None,
-        None => Some((authority, None)),
-    }
 }
 
 fn request_attributes(
@@ -412,7 +401,7 @@ fn request_attributes(
 
 #[cfg(test)]
 mod tests {
-    use super::{host_and_user_agent, split_host_port};
+    use super::host_and_user_agent;
     use http::{HeaderMap, HeaderName, HeaderValue};
 
     /// The first line of each, whether the map is read in one pass or by lookups.
@@ -444,22 +433,5 @@ mod tests {
             );
         }
         assert_eq!(host_and_user_agent(&HeaderMap::new()), (None, None));
-    }
-
-    #[test]
-    fn host_and_port_are_split() {
-        assert_eq!(
-            split_host_port("a.example:8080"),
-            Some(("a.example", Some(8080)))
-        );
-        assert_eq!(split_host_port("a.example"), Some(("a.example", None)));
-        assert_eq!(split_host_port("[::1]:9"), Some(("::1", Some(9))));
-        assert_eq!(split_host_port("[::1]"), Some(("::1", None)));
-        assert_eq!(split_host_port(""), None);
-        assert_eq!(
-            split_host_port("user:pw@a.example:81"),
-            Some(("a.example", Some(81)))
-        );
-        assert_eq!(split_host_port("a.example:x"), Some(("a.example", None)));
     }
 }

@@ -42,7 +42,20 @@
 //! lens-reqwest and lens-tonic; [`ServerLayer`] has the same knobs under the same names as their
 //! adapters (`with_tracer`, `with_propagator`, `with_global_propagator`, `with_inbound_policy`,
 //! `with_filter`, `with_span_name`, `with_random_flag_on_new_traces`,
-//! `with_request_attributes`, `with_response_attributes`).
+//! `with_request_attributes`, `with_response_attributes`, `with_classifier`, `with_on_failure`).
+//!
+//! What counts as an error is the classifier's: by default 5xx ([`HttpServerErrors`]), for
+//! example 404s as errors too:
+//!
+//! ```
+//! use lens_axum::{Classify, HttpServerErrors, Outcome, ServerLayer};
+//!
+//! let layer = ServerLayer::new().with_classifier(|status: &http::StatusCode| match status.as_u16() {
+//!     404 => Outcome::failure("404", "not found"),
+//!     _ => HttpServerErrors.classify(status),
+//! });
+//! # let _ = layer;
+//! ```
 //!
 //! `client.address` and [`InboundPolicy::trust_private_networks`](lens_core::policy::InboundPolicy::trust_private_networks)
 //! need the peer address: serve with `into_make_service_with_connect_info::<SocketAddr>()`
@@ -58,13 +71,7 @@ pub use extract::RequestContext;
 pub use layer::{
     RequestInfo, ResponseBody, ResponseFuture, ResponseInfo, ServerLayer, ServerService,
 };
-
-/// The former name of [`ServerLayer`].
-#[deprecated(since = "0.2.0", note = "renamed `ServerLayer`")]
-pub type LensLayer = ServerLayer;
-/// The former name of [`ServerService`].
-#[deprecated(since = "0.2.0", note = "renamed `ServerService`")]
-pub type LensService<S> = ServerService<S>;
-/// The former name of [`ResponseBody`].
-#[deprecated(since = "0.2.0", note = "renamed `ResponseBody`")]
-pub type LensBody<B> = ResponseBody<B>;
+/// What the knobs take: a filter's decision, a classifier and its outcome, what the failure hook
+/// sees, and the default classifier (5xx are errors).
+pub use lens_span::FilterDecision;
+pub use lens_span::classify::{Classify, Failure, HttpServerErrors, Outcome};

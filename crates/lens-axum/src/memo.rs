@@ -1,32 +1,27 @@
-//! Attribute values shared between requests: the route, the server address, the client address,
-//! the user agent and the default span name repeat from request to request, so each
-//! [`ServerService`](crate::ServerService) keeps the first one it sees ([`lens_core::semconv::KeptText`]: `'static` within a small
-//! process-wide budget, else an `Arc<str>`) and hands out values that refer to it instead of
-//! allocating (and, in the batch span processor's thread, freeing) a new string per request.
+//! Attribute values shared between requests: the route, the server address, the client address
+//! and the user agent repeat from request to request, so each
+//! [`ServerService`](crate::ServerService) keeps the first one it sees (an `Arc<str>`, freed with
+//! the service: nothing a peer sends outlives it) and hands out values that refer to it instead
+//! of allocating (and, in the batch span processor's thread, freeing) a new string per request.
 //!
 //! One value per kind, set once: memory stays bounded whatever the requests carry, a different
 //! value is allocated per request as before, and no lock is taken per request (`OnceLock::get`
 //! is an atomic load once the value is set).
 
-use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use http::HeaderValue;
-use lens_core::semconv::{KeptText, RepeatedText};
+use lens_span::httpconv::{RepeatedText, split_host_port};
 use opentelemetry::Value;
 
-use crate::layer::split_host_port;
-
-/// The first route, server address, client address, user agent and default span name a service
-/// saw.
+/// The first route, server address, client address and user agent a service saw.
 #[derive(Debug, Default)]
 pub(crate) struct Memos {
     route: RepeatedText,
     server: OnceLock<Server>,
-    peer: OnceLock<(IpAddr, KeptText)>,
-    user_agent: OnceLock<KeptText>,
-    span_name: OnceLock<KeptText>,
+    peer: OnceLock<(IpAddr, Arc<str>)>,
+    user_agent: OnceLock<Arc<str>>,
 }
 
 /// The first authority (`host[:port]`) a service saw, split once: the same authority again costs
@@ -34,27 +29,10 @@ pub(crate) struct Memos {
 #[derive(Debug)]
 struct Server {
     authority: Box<str>,
-    split: Option<(KeptText, Option<u16>)>,
+    split: Option<(Arc<str>, Option<u16>)>,
 }
 
 impl Memos {
-    /// The default span name `{method} {route}`. The span holds it until the export thread
-    /// frees it: borrowed from the kept name, that is one allocation fewer on the request's
-    /// thread and one free fewer on the exporter's.
-    pub(crate) fn span_name(&self, method: &'static str, route: &str) -> Cow<'static, str> {
-        let kept = self
-            .span_name
-            .get_or_init(|| KeptText::new(&join_name(method, route)));
-        match kept.as_static() {
-            Some(name)
-                if name.strip_prefix(method).and_then(|r| r.strip_prefix(' ')) == Some(route) =>
-            {
-                Cow::Borrowed(name)
-            }
-            _ => Cow::Owned(join_name(method, route)),
-        }
-    }
-
     /// `http.route`.
     pub(crate) fn route(&self, route: &str) -> Value {
         self.route.value(route)
@@ -70,18 +48,18 @@ impl Memos {
             return first
                 .split
                 .as_ref()
-                .map(|(host, port)| (host.value(), *port));
+                .map(|(host, port)| (Value::from(Arc::clone(host)), *port));
         }
         let text = visible_ascii(authority)?;
         let first = self.server.get_or_init(|| Server {
             authority: text.into(),
-            split: split_host_port(text).map(|(host, port)| (KeptText::new(host), port)),
+            split: split_host_port(text).map(|(host, port)| (Arc::from(host), port)),
         });
         if *first.authority == *text {
             return first
                 .split
                 .as_ref()
-                .map(|(host, port)| (host.value(), *port));
+                .map(|(host, port)| (Value::from(Arc::clone(host)), *port));
         }
         let (host, port) = split_host_port(text)?;
         Some((Value::from(host.to_owned()), port))
@@ -91,14 +69,14 @@ impl Memos {
     /// bytes again are that text, without checking them once more.
     pub(crate) fn user_agent(&self, header: &HeaderValue) -> Option<Value> {
         if let Some(kept) = self.user_agent.get()
-            && kept.as_str().as_bytes() == header.as_bytes()
+            && kept.as_bytes() == header.as_bytes()
         {
-            return Some(kept.value());
+            return Some(Value::from(Arc::clone(kept)));
         }
         let text = header.to_str().ok()?;
-        let kept = self.user_agent.get_or_init(|| KeptText::new(text));
-        Some(if kept.as_str() == text {
-            kept.value()
+        let kept = self.user_agent.get_or_init(|| Arc::from(text));
+        Some(if **kept == *text {
+            Value::from(Arc::clone(kept))
         } else {
             Value::from(text.to_owned())
         })
@@ -106,11 +84,9 @@ impl Memos {
 
     /// `client.address`: the text of `ip` (an IPv4-mapped IPv6 address as IPv4).
     pub(crate) fn peer(&self, ip: IpAddr) -> Value {
-        let (first_ip, first) = self
-            .peer
-            .get_or_init(|| (ip, KeptText::new(&ip_string(ip))));
+        let (first_ip, first) = self.peer.get_or_init(|| (ip, Arc::from(ip_string(ip))));
         if *first_ip == ip {
-            first.value()
+            Value::from(Arc::clone(first))
         } else {
             Value::from(ip_string(ip))
         }
@@ -127,15 +103,6 @@ fn visible_ascii(bytes: &[u8]) -> Option<&str> {
     } else {
         None
     }
-}
-
-/// `{method} {route}`, allocated once at its length.
-fn join_name(method: &str, route: &str) -> String {
-    let mut name = String::with_capacity(method.len() + 1 + route.len());
-    name.push_str(method);
-    name.push(' ');
-    name.push_str(route);
-    name
 }
 
 pub(crate) fn ip_string(ip: IpAddr) -> String {
@@ -203,33 +170,6 @@ mod tests {
         match v {
             Value::String(s) => s.as_str(),
             _ => panic!("not a string: {v:?}"),
-        }
-    }
-
-    /// The first default span name is borrowed by every span of the same method and route;
-    /// any other name is its own text.
-    #[test]
-    fn the_first_span_name_is_borrowed_while_it_repeats() {
-        use std::borrow::Cow;
-        let memos = Memos::default();
-        let first = memos.span_name("GET", "/users/{id}");
-        assert_eq!(first, "GET /users/{id}");
-        let Cow::Borrowed(kept) = first else {
-            panic!("the first name is kept")
-        };
-        match memos.span_name("GET", "/users/{id}") {
-            Cow::Borrowed(again) => assert_eq!(again.as_ptr(), kept.as_ptr()),
-            Cow::Owned(_) => panic!("a repeated name is borrowed"),
-        }
-        for (method, route, name) in [
-            ("POST", "/users/{id}", "POST /users/{id}"),
-            ("GET", "/users", "GET /users"),
-            ("GET", "/users/{id}/x", "GET /users/{id}/x"),
-            ("GE", "T /users/{id}", "GE T /users/{id}"),
-        ] {
-            let other = memos.span_name(method, route);
-            assert_eq!(other, name);
-            assert!(matches!(other, Cow::Owned(_)), "{name} is its own text");
         }
     }
 

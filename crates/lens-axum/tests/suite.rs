@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Router, routing::get};
 use bytes::Bytes;
-use lens_axum::ServerLayer;
+use lens_axum::{Outcome, ServerLayer};
 use lens_core::policy::InboundPolicy;
 use lens_testkit::suite::{
     self, Call, Harness, Observed, RESPOND, Respond, SKIP_HEADER, Setup, Side,
@@ -63,7 +63,11 @@ impl Harness for Axum {
                 .with_tracer(tracer)
                 .with_inbound_policy(InboundPolicy::custom(move |_| setup.decision)),
             setup,
-            |req| !req.headers.contains_key(SKIP_HEADER)
+            |req| !req.headers.contains_key(SKIP_HEADER),
+            |status: &StatusCode| match *status {
+                StatusCode::NOT_FOUND => Outcome::failure(suite::CLASSIFIED_ERROR, ""),
+                _ => Outcome::Success,
+            }
         );
         let gate = Arc::new(Semaphore::new(0));
         let handler_gate = Arc::clone(&gate);

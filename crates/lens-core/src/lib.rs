@@ -38,7 +38,6 @@ pub mod limits;
 pub mod policy;
 mod propagator;
 pub mod random_flag;
-pub mod semconv;
 pub mod traceparent;
 pub mod traceresponse;
 pub mod tracestate;

@@ -40,7 +40,7 @@ impl RequestBuilderExt for reqwest::RequestBuilder {
     fn inject_context_from(self, cx: &Context) -> Self {
         let mut headers = http::HeaderMap::new();
         inject(
-            &Propagation::Lens,
+            &Propagation::lens(),
             &OutboundPolicy::send_everywhere(),
             cx,
             "",
@@ -75,8 +75,8 @@ pub fn inject_into_request(
 ) {
     let host = server_address(request.url()).unwrap_or_default().to_owned();
     let propagation = match propagator {
-        Some(p) => Propagation::With(std::sync::Arc::new(p.clone())),
-        None => Propagation::Lens,
+        Some(p) => Propagation::with(p.clone()),
+        None => Propagation::lens(),
     };
     inject(&propagation, policy, cx, &host, request.headers_mut());
 }

@@ -27,7 +27,9 @@
 //!   end) is lens-span's, shared with lens-axum and lens-tonic, and so are the knobs and their
 //!   names: `with_tracer`, `with_propagator`, `with_global_propagator`,
 //!   `with_outbound_policy`, `with_filter` (span or not, inject or not), `with_span_name`,
-//!   `with_random_flag_on_new_traces`, `with_request_attributes`, `with_response_attributes`.
+//!   `with_random_flag_on_new_traces`, `with_request_attributes`, `with_response_attributes`,
+//!   `with_classifier` (which statuses are errors: by default 4xx and 5xx, [`HttpClientErrors`]),
+//!   `with_on_failure`.
 //! * [`RequestBuilderExt`]: for plain reqwest, `.inject_context()` on a `RequestBuilder`.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -37,9 +39,9 @@ mod middleware;
 mod url;
 
 pub use ext::{RequestBuilderExt, inject_into_request};
+/// What the knobs take: a filter's decision, a classifier and its outcome, what the failure hook
+/// sees, and the default classifier (4xx and 5xx are errors).
+pub use lens_span::FilterDecision;
+pub use lens_span::classify::{Classify, Failure, HttpClientErrors, Outcome};
 pub use middleware::ClientMiddleware;
 pub use url::redacted_url;
-
-/// The former name of [`ClientMiddleware`].
-#[deprecated(since = "0.2.0", note = "renamed `ClientMiddleware`")]
-pub type LensMiddleware = ClientMiddleware;

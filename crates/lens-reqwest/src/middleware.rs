@@ -9,11 +9,9 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll, ready};
 
 use http::Extensions;
-use lens_core::HeaderCarrier;
 use lens_core::policy::OutboundPolicy;
 use lens_span::classify::{HttpClientErrors, Outcome};
-use lens_span::lifecycle::ResponseAttributesFn;
-use lens_span::{Adapter, LiveSpan, Propagation, SpanOptions, httpconv, poll_in};
+use lens_span::{Adapter, LiveSpan, Propagation, Responder, SpanOptions, httpconv, poll_in};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_semantic_conventions::attribute::{
     HTTP_REQUEST_RESEND_COUNT, SERVER_ADDRESS, SERVER_PORT, URL_FULL,
@@ -54,6 +52,7 @@ struct Reqwest;
 impl Adapter for Reqwest {
     type Request<'a> = Request;
     type Response<'a> = Response;
+    type Status = http::StatusCode;
 }
 
 #[derive(Clone)]
@@ -132,7 +131,7 @@ impl ClientMiddleware {
     fn start(&self, req: &mut Request, extensions: &mut Extensions) -> Option<LiveSpan> {
         let config = &*self.config;
         let options = &config.options;
-        let filter = options.filter(req);
+        let filter = options.filter_decision(req);
         if !filter.span && !filter.inject {
             return None;
         }
@@ -151,11 +150,11 @@ impl ClientMiddleware {
             }
         };
         let target = config.urls.target(req.url());
-        let decision = options.policy.decide(target.host.unwrap_or_default());
+        let decision = options.policy().decide(target.host.unwrap_or_default());
         if !filter.span {
             options
-                .propagation
-                .inject(decision, parent, &mut HeaderCarrier(req.headers_mut()));
+                .propagation()
+                .inject_headers(decision, parent, req.headers_mut());
             return None;
         }
 
@@ -176,15 +175,16 @@ impl ClientMiddleware {
                 i64::from(resend_count),
             ));
         }
-        options.request_attributes(req, &mut attributes);
-        let name = options.span_name(req, || Cow::Borrowed(method.unwrap_or("HTTP")));
-        let span = options.start_client(name, attributes, parent);
+        let span = options.start_client(
+            req,
+            || Cow::Borrowed(method.unwrap_or("HTTP")),
+            attributes,
+            parent,
+        );
         if filter.inject {
-            options.propagation.inject(
-                decision,
-                span.context(),
-                &mut HeaderCarrier(req.headers_mut()),
-            );
+            options
+                .propagation()
+                .inject_headers(decision, span.context(), req.headers_mut());
         }
         Some(span)
     }
@@ -194,8 +194,8 @@ lens_span::span_knobs!(
     ClientMiddleware,
     request: Request,
     response: Response,
-    policy: with_outbound_policy(OutboundPolicy),
-    renamed_policy: with_policy
+    status: http::StatusCode,
+    policy: with_outbound_policy(OutboundPolicy)
 );
 
 /// Injects `cx` into `headers` as `policy` allows for `host`; a `traceparent`/`tracestate`
@@ -208,7 +208,7 @@ pub(crate) fn inject(
     host: &str,
     headers: &mut http::HeaderMap,
 ) {
-    propagation.inject(policy.decide(host), cx, &mut HeaderCarrier(headers));
+    propagation.inject_headers(policy.decide(host), cx, headers);
 }
 
 /// The `error.type` of a failed attempt: the kind of transport failure.
@@ -234,7 +234,7 @@ struct Attempt<'a> {
     inner: Pin<Box<dyn Future<Output = reqwest_middleware::Result<Response>> + Send + 'a>>,
     /// `None` once the outcome is recorded.
     span: Option<LiveSpan>,
-    response_attributes: Option<Arc<ResponseAttributesFn<Reqwest>>>,
+    responder: Responder<Reqwest>,
 }
 
 impl Future for Attempt<'_> {
@@ -247,10 +247,11 @@ impl Future for Attempt<'_> {
         if let Some(span) = this.span.take() {
             match &result {
                 Ok(res) => {
-                    httpconv::record_status(&span, res.status(), &HttpClientErrors);
-                    if let Some(hook) = &this.response_attributes {
-                        hook(res, &span.span());
-                    }
+                    let status = res.status();
+                    span.span().set_attribute(httpconv::status_code(status));
+                    // The user's classifier, else the conventions' (4xx and 5xx), then the hooks.
+                    this.responder
+                        .respond(&span, &status, res, &HttpClientErrors);
                 }
                 Err(err) => span.record(Outcome::failure(error_type(err), err.to_string())),
             }
@@ -283,7 +284,7 @@ impl Middleware for ClientMiddleware {
         Box::pin(Attempt {
             inner,
             span,
-            response_attributes: self.config.options.response_attributes.clone(),
+            responder: self.config.options.responder(),
         })
     }
 }

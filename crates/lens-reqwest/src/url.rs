@@ -1,9 +1,9 @@
 //! URL attributes: `url.full` with credentials redacted, `server.address`.
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
-use lens_core::semconv::{KeptText, RepeatedText};
+use lens_span::httpconv::{RepeatedText, split_host_port};
 use lens_span::redact::{has_sensitive_value, push_redacted_query};
 use opentelemetry::Value;
 use reqwest::Url;
@@ -23,7 +23,7 @@ pub(crate) struct Target<'a> {
 /// The URL values a middleware shares between requests. The first URL it sends with nothing in
 /// it to redact is kept with its host and port: a client that calls one endpoint again and again
 /// (an inference service, a parameter server) pays one comparison for them, and allocates no
-/// string the export thread would free. Other URLs are read and redacted per request; their host
+/// string the export thread would free. What is kept is freed with the middleware. Other URLs are read and redacted per request; their host
 /// still shares the first host seen. One value of each, set once: bounded memory, no lock per
 /// request.
 #[derive(Clone, Debug, Default)]
@@ -34,17 +34,17 @@ pub(crate) struct UrlMemo {
 
 #[derive(Clone, Debug)]
 struct FirstUrl {
-    url: KeptText,
-    host: Option<KeptText>,
+    url: Arc<str>,
+    host: Option<Arc<str>>,
     port: Option<u16>,
 }
 
 impl FirstUrl {
     fn target(&self) -> Target<'_> {
         Target {
-            host: self.host.as_ref().map(KeptText::as_str),
-            url_full: self.url.value(),
-            server_address: self.host.as_ref().map(KeptText::value),
+            host: self.host.as_deref(),
+            url_full: Value::from(Arc::clone(&self.url)),
+            server_address: self.host.as_ref().map(|host| Value::from(Arc::clone(host))),
             port: self.port,
         }
     }
@@ -54,7 +54,7 @@ impl UrlMemo {
     /// The values of `url`.
     pub(crate) fn target<'a>(&'a self, url: &'a Url) -> Target<'a> {
         if let Some(first) = self.first.get()
-            && first.url.as_str() == url.as_str()
+            && *first.url == *url.as_str()
         {
             return first.target();
         }
@@ -63,11 +63,11 @@ impl UrlMemo {
         let url_full = match url_full(url) {
             Cow::Borrowed(text) => {
                 let first = self.first.get_or_init(|| FirstUrl {
-                    url: KeptText::new(text),
-                    host: host.map(KeptText::new),
+                    url: Arc::from(text),
+                    host: host.map(Arc::from),
                     port,
                 });
-                if first.url.as_str() == text {
+                if *first.url == *text {
                     return first.target();
                 }
                 Value::from(text.to_owned())
@@ -83,14 +83,9 @@ impl UrlMemo {
     }
 }
 
-/// The host without IPv6 brackets.
+/// The host without IPv6 brackets (lens-span's [`split_host_port`], the rule of every adapter).
 pub(crate) fn server_address(url: &Url) -> Option<&str> {
-    let host = url.host_str()?;
-    Some(
-        host.strip_prefix('[')
-            .and_then(|h| h.strip_suffix(']'))
-            .unwrap_or(host),
-    )
+    split_host_port(url.host_str()?).map(|(host, _)| host)
 }
 
 /// `url.full`: user name and password replaced by `REDACTED`, values of sensitive query

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::{Router, routing::get};
-use lens_reqwest::ClientMiddleware;
+use lens_reqwest::{ClientMiddleware, Outcome};
 use lens_testkit::suite::{
     self, Call, Harness, Observed, RESPOND, Respond, SKIP_HEADER, Setup, Side,
 };
@@ -61,7 +61,11 @@ impl Harness for Reqwest {
         let middleware = lens_testkit::suite_knobs!(
             ClientMiddleware::new().with_tracer(provider.tracer("suite")),
             setup,
-            |req| !req.headers().contains_key(SKIP_HEADER)
+            |req| !req.headers().contains_key(SKIP_HEADER),
+            |status: &StatusCode| match *status {
+                StatusCode::NOT_FOUND => Outcome::failure(suite::CLASSIFIED_ERROR, ""),
+                _ => Outcome::Success,
+            }
         );
         let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
             .with(middleware)

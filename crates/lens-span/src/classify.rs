@@ -67,10 +67,40 @@ impl Outcome {
     }
 }
 
-/// Decides whether `R` (a status, a response) is an error for one kind of span.
+/// Decides whether `R` (a status, a response) is an error for one kind of span. Closures
+/// `Fn(&R) -> Outcome` are classifiers too.
+///
+/// ```
+/// use lens_span::classify::{Classify, HttpServerErrors, Outcome};
+/// use http::StatusCode;
+///
+/// // A server whose 404s are errors, and otherwise as the conventions say.
+/// let classifier = |status: &StatusCode| match *status {
+///     StatusCode::NOT_FOUND => Outcome::failure("404", "not found"),
+///     other => HttpServerErrors.classify(&other),
+/// };
+/// assert!(classifier.classify(&StatusCode::NOT_FOUND).is_failure());
+/// assert!(!classifier.classify(&StatusCode::OK).is_failure());
+/// ```
 pub trait Classify<R: ?Sized> {
     /// The outcome `response` means.
     fn classify(&self, response: &R) -> Outcome;
+}
+
+impl<R: ?Sized, F: Fn(&R) -> Outcome> Classify<R> for F {
+    fn classify(&self, response: &R) -> Outcome {
+        self(response)
+    }
+}
+
+/// What the failure hook (`with_on_failure` in every adapter) sees of a failure.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct Failure<'a> {
+    /// The `error.type` recorded.
+    pub error_type: &'a Value,
+    /// The span status description.
+    pub description: &'a str,
 }
 
 /// HTTP SERVER spans: 5xx is an error (4xx is the client's fault), `error.type` is the status

@@ -4,19 +4,18 @@
 /// Writes the `with_*` knobs of an adapter type that has
 /// `fn options_mut(&mut self) -> &mut lens_span::SpanOptions<A, P>`:
 /// `with_tracer`, `with_propagator`, `with_global_propagator`, `with_random_flag_on_new_traces`,
-/// `with_filter`, `with_span_name`, `with_request_attributes`, `with_response_attributes`, and
-/// the policy knob named in the call (`with_inbound_policy` or `with_outbound_policy`); and
-/// `Default` as the type's `new()`; with `renamed_policy: NAME`, the deprecated old name of the
-/// policy knob.
+/// `with_filter`, `with_span_name`, `with_request_attributes`, `with_response_attributes`,
+/// `with_classifier`, `with_on_failure`, and the policy knob named in the call
+/// (`with_inbound_policy` or `with_outbound_policy`); and `Default` as the type's `new()`.
 ///
 /// ```text
 /// lens_span::span_knobs!(ServerLayer, request: RequestInfo<'_>, response: ResponseInfo<'_>,
-///     policy: with_inbound_policy(lens_core::policy::InboundPolicy));
+///     status: http::StatusCode, policy: with_inbound_policy(lens_core::policy::InboundPolicy));
 /// ```
 #[macro_export]
 macro_rules! span_knobs {
-    ($ty:ty, request: $req:ty, response: $res:ty, policy: $policy_fn:ident($policy:ty)
-        $(, renamed_policy: $old_policy_fn:ident)?) => {
+    ($ty:ty, request: $req:ty, response: $res:ty, status: $status:ty,
+        policy: $policy_fn:ident($policy:ty)) => {
         impl ::std::default::Default for $ty {
             /// The adapter's `new()`.
             fn default() -> Self {
@@ -33,15 +32,15 @@ macro_rules! span_knobs {
                 T: $crate::__private::Tracer + Send + Sync + 'static,
                 T::Span: Send + Sync + 'static,
             {
-                self.options_mut().tracer = ::std::sync::Arc::new(tracer);
+                self.options_mut().set_tracer(tracer);
                 self
             }
 
             /// Reads and writes trace context with this lens propagator instead of lens's
             /// process-wide one.
             pub fn with_propagator(mut self, propagator: $crate::__private::W3cPropagator) -> Self {
-                self.options_mut().propagation =
-                    $crate::Propagation::With(::std::sync::Arc::new(propagator));
+                self.options_mut()
+                    .set_propagation($crate::Propagation::with(propagator));
                 self
             }
 
@@ -49,22 +48,15 @@ macro_rules! span_knobs {
             /// opentelemetry (`global::set_text_map_propagator`: B3, a composite, ...) instead of
             /// lens's. The policy still decides what is trusted and what goes where.
             pub fn with_global_propagator(mut self) -> Self {
-                self.options_mut().propagation = $crate::Propagation::Global;
+                self.options_mut()
+                    .set_propagation($crate::Propagation::global());
                 self
             }
-
-            $(
-            #[doc = concat!("The former name of `", stringify!($policy_fn), "`.")]
-            #[deprecated(since = "0.2.0", note = "renamed as in every lens adapter")]
-            pub fn $old_policy_fn(self, policy: $policy) -> Self {
-                self.$policy_fn(policy)
-            }
-            )?
 
             #[doc = concat!("Decides per request what the propagated context may do (docs/propagation-rules.md#trust); default: ",
                 "trust every caller, send everything everywhere (NeMo Lens parity).")]
             pub fn $policy_fn(mut self, policy: $policy) -> Self {
-                self.options_mut().policy = policy;
+                self.options_mut().set_policy(policy);
                 self
             }
 
@@ -73,21 +65,21 @@ macro_rules! span_knobs {
             /// opentelemetry_sdk's default random id generator; turn it off with an id generator
             /// whose trace ids are not random. A trace that comes in keeps its own flag.
             pub fn with_random_flag_on_new_traces(mut self, on: bool) -> Self {
-                self.options_mut().random_flag_on_new_traces = on;
+                self.options_mut().set_random_flag_on_new_traces(on);
                 self
             }
 
             /// Decides per request whether it gets a span and, for clients, whether trace
-            /// context is injected: `false` (or [`FilterDecision::SKIP`](lens_span::FilterDecision::SKIP))
-            /// leaves the request untraced (e.g. health checks),
-            /// [`FilterDecision::PROPAGATE_ONLY`](lens_span::FilterDecision::PROPAGATE_ONLY)
-            /// sends the caller's context without a span of its own.
+            /// context is injected: `false` (or `FilterDecision::SKIP`) leaves the request
+            /// untraced (e.g. health checks), `FilterDecision::PROPAGATE_ONLY` sends the
+            /// caller's context without a span of its own.
             pub fn with_filter<F, D>(mut self, filter: F) -> Self
             where
                 F: Fn(&$req) -> D + Send + Sync + 'static,
                 D: Into<$crate::FilterDecision>,
             {
-                self.options_mut().filter = Some(::std::sync::Arc::new(move |req: &$req| filter(req).into()));
+                self.options_mut()
+                    .set_filter(move |req: &$req| filter(req).into());
                 self
             }
 
@@ -96,7 +88,8 @@ macro_rules! span_knobs {
             where
                 F: Fn(&$req) -> ::std::borrow::Cow<'static, str> + Send + Sync + 'static,
             {
-                self.options_mut().span_name = Some(::std::sync::Arc::new(name));
+                self.options_mut()
+                    .set_span_name(move |req: &$req| name(req));
                 self
             }
 
@@ -106,7 +99,8 @@ macro_rules! span_knobs {
             where
                 F: Fn(&$req, &mut ::std::vec::Vec<$crate::__private::KeyValue>) + Send + Sync + 'static,
             {
-                self.options_mut().request_attributes = Some(::std::sync::Arc::new(hook));
+                self.options_mut()
+                    .set_request_attributes(move |req: &$req, attributes: &mut ::std::vec::Vec<$crate::__private::KeyValue>| hook(req, attributes));
                 self
             }
 
@@ -116,7 +110,34 @@ macro_rules! span_knobs {
             where
                 F: Fn(&$res, &$crate::__private::SpanRef<'_>) + Send + Sync + 'static,
             {
-                self.options_mut().response_attributes = Some(::std::sync::Arc::new(hook));
+                self.options_mut()
+                    .set_response_attributes(move |res: &$res, span: &$crate::__private::SpanRef<'_>| hook(res, span));
+                self
+            }
+
+            /// Decides which responses are errors instead of the adapter's classifier: a
+            /// `Classify` (the classify module of lens-span) or a closure from the status to an
+            /// `Outcome`. A failure sets `error.type` and the span status Error; a streaming
+            /// response is classified when its status is known (for gRPC: at the end of the
+            /// stream). Transport errors, failed bodies and panics stay failures.
+            pub fn with_classifier<C>(mut self, classifier: C) -> Self
+            where
+                C: $crate::classify::Classify<$status> + Send + Sync + 'static,
+            {
+                self.options_mut().set_classifier(classifier);
+                self
+            }
+
+            /// Runs `hook` whenever a span records a failure: a response the classifier calls an
+            /// error, a transport error, a failed body, a panic. It sees the failure
+            /// (`error.type`, the status description) and the span, to add attributes or events,
+            /// log, or count.
+            pub fn with_on_failure<F>(mut self, hook: F) -> Self
+            where
+                F: Fn(&$crate::classify::Failure<'_>, &$crate::__private::SpanRef<'_>) + Send + Sync + 'static,
+            {
+                self.options_mut()
+                    .set_on_failure(move |failure: &$crate::classify::Failure<'_>, span: &$crate::__private::SpanRef<'_>| hook(failure, span));
                 self
             }
         }

@@ -12,21 +12,23 @@ use std::task::Poll;
 use http::HeaderMap;
 use lens_core::HeaderCarrier;
 use lens_core::policy::{InboundContext, InboundPolicy, InboundRequest};
-use lens_core::random_flag::SpanStarter;
+use lens_core::random_flag::{SpanStarter, context_with_span_in};
 use opentelemetry::trace::{Link, SpanBuilder, SpanKind, SpanRef, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, ContextGuard, KeyValue};
 use opentelemetry_semantic_conventions::attribute::ERROR_TYPE;
 
 use crate::Propagation;
-use crate::classify::Outcome;
+use crate::classify::{Classify, Failure, Outcome};
 
-/// What the hooks of one adapter see: its view of a request and of a response. Each adapter
-/// names its own (`RequestInfo`, `reqwest::Request`, ...).
+/// What the hooks of one adapter see: its view of a request and of a response, and what its
+/// classifier sees. Each adapter names its own (`RequestInfo`, `reqwest::Request`, ...).
 pub trait Adapter: 'static {
     /// What the filter, the span name and the request-attribute hook see.
     type Request<'a>: ?Sized;
     /// What the response-attribute hook sees.
     type Response<'a>: ?Sized;
+    /// What the classifier sees of a response: an HTTP status, a gRPC code.
+    type Status: ?Sized;
 }
 
 /// What the filter decided for one request.
@@ -69,36 +71,38 @@ impl From<bool> for FilterDecision {
 }
 
 /// The filter of adapter `A`.
-pub type FilterFn<A> = dyn for<'a> Fn(&<A as Adapter>::Request<'a>) -> FilterDecision + Send + Sync;
+type FilterFn<A> = dyn for<'a> Fn(&<A as Adapter>::Request<'a>) -> FilterDecision + Send + Sync;
 /// The span-name callback of adapter `A`.
-pub type SpanNameFn<A> =
+type SpanNameFn<A> =
     dyn for<'a> Fn(&<A as Adapter>::Request<'a>) -> Cow<'static, str> + Send + Sync;
 /// The request-attribute hook of adapter `A`: pushes attributes the span starts with.
-pub type RequestAttributesFn<A> =
+type RequestAttributesFn<A> =
     dyn for<'a> Fn(&<A as Adapter>::Request<'a>, &mut Vec<KeyValue>) + Send + Sync;
 /// The response-attribute hook of adapter `A`: sets attributes on the span before it ends.
-pub type ResponseAttributesFn<A> =
+type ResponseAttributesFn<A> =
     dyn for<'a, 's> Fn(&<A as Adapter>::Response<'a>, &SpanRef<'s>) + Send + Sync;
+/// The classifier of adapter `A`.
+type ClassifierFn<A> = dyn Classify<<A as Adapter>::Status> + Send + Sync;
+/// The failure hook: runs when a span records a failure, whatever the path (a response its
+/// classifier calls an error, a transport error, a failed body, a panic).
+type OnFailureFn = dyn for<'a, 's> Fn(&Failure<'a>, &SpanRef<'s>) + Send + Sync;
 
 /// The knobs every adapter has, with `P` its inbound or outbound policy; set through the
-/// adapter's `with_*` methods ([`span_knobs!`](crate::span_knobs)).
+/// adapter's `with_*` methods ([`span_knobs!`](crate::span_knobs)), which call the `set_*`
+/// methods here. An adapter reads them only through the lifecycle: [`SpanOptions::filter_decision`],
+/// [`SpanOptions::extract_inbound`], [`SpanOptions::start_server`] or
+/// [`SpanOptions::start_client`] (which run the span-name and request-attribute hooks), and
+/// [`SpanOptions::responder`] (the classifier and the response-attribute hook).
 pub struct SpanOptions<A: Adapter, P> {
-    /// Starts the spans (the random flag kept or set, docs/propagation-rules.md#traceparent).
-    pub tracer: Arc<dyn SpanStarter>,
-    /// The propagator.
-    pub propagation: Propagation,
-    /// The inbound or outbound policy.
-    pub policy: P,
-    /// Whether a trace this adapter starts is marked random (`-02`/`-03`).
-    pub random_flag_on_new_traces: bool,
-    /// Per request: span or not, inject or not.
-    pub filter: Option<Arc<FilterFn<A>>>,
-    /// Per request: the span name, instead of the adapter's.
-    pub span_name: Option<Arc<SpanNameFn<A>>>,
-    /// Per request: attributes the span starts with, after the adapter's.
-    pub request_attributes: Option<Arc<RequestAttributesFn<A>>>,
-    /// Per response: attributes set before the span ends.
-    pub response_attributes: Option<Arc<ResponseAttributesFn<A>>>,
+    tracer: Arc<dyn SpanStarter>,
+    propagation: Propagation,
+    policy: P,
+    random_flag_on_new_traces: bool,
+    filter: Option<Arc<FilterFn<A>>>,
+    span_name: Option<Arc<SpanNameFn<A>>>,
+    request_attributes: Option<Arc<RequestAttributesFn<A>>>,
+    responder: Responder<A>,
+    on_failure: Option<Arc<OnFailureFn>>,
 }
 
 impl<A: Adapter, P: Clone> Clone for SpanOptions<A, P> {
@@ -111,7 +115,8 @@ impl<A: Adapter, P: Clone> Clone for SpanOptions<A, P> {
             filter: self.filter.clone(),
             span_name: self.span_name.clone(),
             request_attributes: self.request_attributes.clone(),
-            response_attributes: self.response_attributes.clone(),
+            responder: self.responder.clone(),
+            on_failure: self.on_failure.clone(),
         }
     }
 }
@@ -125,14 +130,15 @@ impl<A: Adapter, P: fmt::Debug> fmt::Debug for SpanOptions<A, P> {
             .field("filter", &self.filter.is_some())
             .field("span_name", &self.span_name.is_some())
             .field("request_attributes", &self.request_attributes.is_some())
-            .field("response_attributes", &self.response_attributes.is_some())
+            .field("responder", &self.responder)
+            .field("on_failure", &self.on_failure.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl<A: Adapter, P> SpanOptions<A, P> {
     /// Spans from `tracer`, lens's process-wide propagator, `policy`, new traces random, no
-    /// hooks.
+    /// hooks, the adapter's own classifier.
     pub fn new<T>(tracer: T, policy: P) -> Self
     where
         T: Tracer + Send + Sync + 'static,
@@ -140,13 +146,14 @@ impl<A: Adapter, P> SpanOptions<A, P> {
     {
         SpanOptions {
             tracer: Arc::new(tracer),
-            propagation: Propagation::Lens,
+            propagation: Propagation::lens(),
             policy,
             random_flag_on_new_traces: true,
             filter: None,
             span_name: None,
             request_attributes: None,
-            response_attributes: None,
+            responder: Responder::default(),
+            on_failure: None,
         }
     }
 
@@ -156,96 +163,175 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         Self::new(crate::scope::global_tracer(name, version), policy)
     }
 
+    /// Starts spans with `tracer`.
+    pub fn set_tracer<T>(&mut self, tracer: T)
+    where
+        T: Tracer + Send + Sync + 'static,
+        T::Span: Send + Sync + 'static,
+    {
+        self.tracer = Arc::new(tracer);
+    }
+
+    /// Reads and writes trace context with `propagation`.
+    pub fn set_propagation(&mut self, propagation: Propagation) {
+        self.propagation = propagation;
+    }
+
+    /// Decides with `policy`.
+    pub fn set_policy(&mut self, policy: P) {
+        self.policy = policy;
+    }
+
+    /// Whether a trace this adapter starts is marked random (`-02`/`-03`).
+    pub fn set_random_flag_on_new_traces(&mut self, on: bool) {
+        self.random_flag_on_new_traces = on;
+    }
+
+    /// Per request: span or not, inject or not.
+    pub fn set_filter<F>(&mut self, filter: F)
+    where
+        F: for<'a> Fn(&A::Request<'a>) -> FilterDecision + Send + Sync + 'static,
+    {
+        self.filter = Some(Arc::new(filter));
+    }
+
+    /// Per request: the span name, instead of the adapter's.
+    pub fn set_span_name<F>(&mut self, name: F)
+    where
+        F: for<'a> Fn(&A::Request<'a>) -> Cow<'static, str> + Send + Sync + 'static,
+    {
+        self.span_name = Some(Arc::new(name));
+    }
+
+    /// Per request: attributes the span starts with, after the adapter's.
+    pub fn set_request_attributes<F>(&mut self, hook: F)
+    where
+        F: for<'a> Fn(&A::Request<'a>, &mut Vec<KeyValue>) + Send + Sync + 'static,
+    {
+        self.request_attributes = Some(Arc::new(hook));
+    }
+
+    /// Per response: attributes set before the span ends.
+    pub fn set_response_attributes<F>(&mut self, hook: F)
+    where
+        F: for<'a, 's> Fn(&A::Response<'a>, &SpanRef<'s>) + Send + Sync + 'static,
+    {
+        let mut hooks = self.responder.hooks();
+        hooks.response_attributes = Some(Arc::new(hook));
+        self.responder.hooks = Some(Arc::new(hooks));
+    }
+
+    /// What is an error, instead of the adapter's classifier.
+    pub fn set_classifier<C>(&mut self, classifier: C)
+    where
+        C: Classify<A::Status> + Send + Sync + 'static,
+    {
+        let mut hooks = self.responder.hooks();
+        hooks.classifier = Some(Arc::new(classifier));
+        self.responder.hooks = Some(Arc::new(hooks));
+    }
+
+    /// Runs when a span records a failure: a response the classifier calls an error, a transport
+    /// error, a failed body, a panic (after `error.type` is set, before the span ends).
+    pub fn set_on_failure<F>(&mut self, hook: F)
+    where
+        F: for<'a, 's> Fn(&Failure<'a>, &SpanRef<'s>) + Send + Sync + 'static,
+    {
+        self.on_failure = Some(Arc::new(hook));
+    }
+
+    /// The inbound or outbound policy.
+    pub fn policy(&self) -> &P {
+        &self.policy
+    }
+
+    /// The propagator (clients inject with it).
+    pub fn propagation(&self) -> &Propagation {
+        &self.propagation
+    }
+
     /// The filter's decision for `request` ([`FilterDecision::TRACE`] without a filter).
     #[inline]
-    pub fn filter(&self, request: &A::Request<'_>) -> FilterDecision {
+    pub fn filter_decision(&self, request: &A::Request<'_>) -> FilterDecision {
         match &self.filter {
             Some(filter) => filter(request),
             None => FilterDecision::TRACE,
         }
     }
 
-    /// The span name for `request`: the callback's, else `default()`.
+    /// What records the outcome of a response ([`Responder`]): the classifier and the
+    /// response-attribute hook. Costs nothing (no reference count) while neither is set.
     #[inline]
-    pub fn span_name(
+    pub fn responder(&self) -> Responder<A> {
+        self.responder.clone()
+    }
+
+    /// The span name for `request`: the callback's, else `default()`; then the attributes:
+    /// `attributes`, then the request hook's.
+    #[inline]
+    fn name_and_attributes(
         &self,
         request: &A::Request<'_>,
         default: impl FnOnce() -> Cow<'static, str>,
+        attributes: &mut Vec<KeyValue>,
     ) -> Cow<'static, str> {
+        if let Some(hook) = &self.request_attributes {
+            hook(request, attributes);
+        }
         match &self.span_name {
             Some(name) => name(request),
             None => default(),
         }
     }
 
-    /// Pushes the request hook's attributes.
     #[inline]
-    pub fn request_attributes(&self, request: &A::Request<'_>, attributes: &mut Vec<KeyValue>) {
-        if let Some(hook) = &self.request_attributes {
-            hook(request, attributes);
+    fn live(&self, cx: Context) -> LiveSpan {
+        LiveSpan {
+            cx,
+            on_failure: self.on_failure.clone(),
         }
     }
 
-    /// Sets the response hook's attributes on `span`.
-    #[inline]
-    pub fn response_attributes(&self, response: &A::Response<'_>, span: &LiveSpan) {
-        if let Some(hook) = &self.response_attributes {
-            hook(response, &span.cx.span());
-        }
-    }
-
-    /// Starts the span of `builder` under `parent`: the trace's random flag kept, or set on a
-    /// new trace when [`SpanOptions::random_flag_on_new_traces`] says so.
-    #[inline]
-    pub fn start(&self, builder: SpanBuilder, parent: &Context) -> LiveSpan {
-        LiveSpan::new(
-            self.tracer
-                .start(builder, parent, self.random_flag_on_new_traces),
-        )
-    }
-
-    /// [`SpanOptions::start`] with the span made current in `base`, not in `parent` (see
-    /// [`lens_core::random_flag::context_with_span_in`]).
-    pub fn start_in(&self, builder: SpanBuilder, parent: &Context, base: &Context) -> LiveSpan {
-        LiveSpan::new(
-            self.tracer
-                .start_in(builder, parent, base, self.random_flag_on_new_traces),
-        )
-    }
-
-    /// Starts a SERVER-side span from what the inbound policy let through: the trusted remote
-    /// span as parent (its baggage kept), else a new root with a Link to it (Link) or without
-    /// (Ignore).
-    #[inline]
-    pub fn start_inbound(&self, mut builder: SpanBuilder, inbound: InboundContext) -> LiveSpan {
-        if let Some(link) = inbound.link {
-            builder.links = Some(vec![Link::with_context(link)]);
-        }
-        self.start(builder, &inbound.parent)
-    }
-
-    /// Starts a SERVER span named `name` with `attributes` from what the inbound policy let
-    /// through ([`SpanOptions::start_inbound`]).
+    /// Starts a SERVER span for `request` from what the inbound policy let through: the trusted
+    /// remote span as parent (its baggage kept), else a new root with a Link to it (Link) or
+    /// without (Ignore). Named by the span-name hook, else `default_name()`; its attributes are
+    /// `attributes` (the adapter's), then the request hook's.
     #[inline]
     pub fn start_server(
         &self,
-        name: Cow<'static, str>,
-        attributes: Vec<KeyValue>,
+        request: &A::Request<'_>,
+        default_name: impl FnOnce() -> Cow<'static, str>,
+        mut attributes: Vec<KeyValue>,
         inbound: InboundContext,
     ) -> LiveSpan {
-        self.start_inbound(builder(name, SpanKind::Server, attributes), inbound)
+        let name = self.name_and_attributes(request, default_name, &mut attributes);
+        let mut builder = builder(name, SpanKind::Server, attributes);
+        if let Some(link) = inbound.link {
+            builder.links = Some(vec![Link::with_context(link)]);
+        }
+        self.live(
+            self.tracer
+                .start(builder, &inbound.parent, self.random_flag_on_new_traces),
+        )
     }
 
-    /// Starts a CLIENT span named `name` with `attributes` under `parent`
-    /// ([`SpanOptions::start`]).
+    /// Starts a CLIENT span for `request` under `parent`, named and with attributes as
+    /// [`SpanOptions::start_server`] has them; the trace's random flag kept, or set on a new
+    /// trace.
     #[inline]
     pub fn start_client(
         &self,
-        name: Cow<'static, str>,
-        attributes: Vec<KeyValue>,
+        request: &A::Request<'_>,
+        default_name: impl FnOnce() -> Cow<'static, str>,
+        mut attributes: Vec<KeyValue>,
         parent: &Context,
     ) -> LiveSpan {
-        self.start(builder(name, SpanKind::Client, attributes), parent)
+        let name = self.name_and_attributes(request, default_name, &mut attributes);
+        self.live(self.tracer.start(
+            builder(name, SpanKind::Client, attributes),
+            parent,
+            self.random_flag_on_new_traces,
+        ))
     }
 }
 
@@ -264,6 +350,109 @@ impl<A: Adapter> SpanOptions<A, InboundPolicy> {
     }
 }
 
+/// The hooks a response runs, set together: `None` in [`Responder`] while neither is set.
+struct ResponseHooks<A: Adapter> {
+    classifier: Option<Arc<ClassifierFn<A>>>,
+    response_attributes: Option<Arc<ResponseAttributesFn<A>>>,
+}
+
+impl<A: Adapter> Clone for ResponseHooks<A> {
+    fn clone(&self) -> Self {
+        ResponseHooks {
+            classifier: self.classifier.clone(),
+            response_attributes: self.response_attributes.clone(),
+        }
+    }
+}
+
+/// Records what a response means on its span, with the hooks of one adapter: its classifier
+/// (else the adapter's default) and its response-attribute hook. An adapter's response future
+/// or body holds one ([`SpanOptions::responder`]) and calls [`Responder::respond`] (or
+/// [`Responder::outcome`] then [`Responder::record`]) once the response's status is known.
+pub struct Responder<A: Adapter> {
+    hooks: Option<Arc<ResponseHooks<A>>>,
+}
+
+impl<A: Adapter> Clone for Responder<A> {
+    fn clone(&self) -> Self {
+        Responder {
+            hooks: self.hooks.clone(),
+        }
+    }
+}
+
+impl<A: Adapter> Default for Responder<A> {
+    /// The adapter's default classifier and no response hook.
+    fn default() -> Self {
+        Responder { hooks: None }
+    }
+}
+
+impl<A: Adapter> fmt::Debug for Responder<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hooks = self.hooks.as_deref();
+        f.debug_struct("Responder")
+            .field("classifier", &hooks.is_some_and(|h| h.classifier.is_some()))
+            .field(
+                "response_attributes",
+                &hooks.is_some_and(|h| h.response_attributes.is_some()),
+            )
+            .finish()
+    }
+}
+
+impl<A: Adapter> Responder<A> {
+    fn hooks(&self) -> ResponseHooks<A> {
+        match self.hooks.as_deref() {
+            Some(hooks) => hooks.clone(),
+            None => ResponseHooks {
+                classifier: None,
+                response_attributes: None,
+            },
+        }
+    }
+
+    /// What `status` means: the classifier's outcome, else `default`'s (the adapter's).
+    #[inline]
+    pub fn outcome<D>(&self, status: &A::Status, default: &D) -> Outcome
+    where
+        D: Classify<A::Status> + ?Sized,
+    {
+        match self.hooks.as_deref().and_then(|h| h.classifier.as_deref()) {
+            Some(classifier) => classifier.classify(status),
+            None => default.classify(status),
+        }
+    }
+
+    /// Records `outcome` on `span` ([`LiveSpan::record`]: the failure hook runs on a failure),
+    /// then runs the response-attribute hook on `response`.
+    #[inline]
+    pub fn record(&self, span: &LiveSpan, outcome: Outcome, response: &A::Response<'_>) {
+        span.record(outcome);
+        if let Some(hook) = self
+            .hooks
+            .as_deref()
+            .and_then(|h| h.response_attributes.as_deref())
+        {
+            hook(response, &span.span());
+        }
+    }
+
+    /// [`Responder::outcome`] of `status`, then [`Responder::record`].
+    #[inline]
+    pub fn respond<D>(
+        &self,
+        span: &LiveSpan,
+        status: &A::Status,
+        response: &A::Response<'_>,
+        default: &D,
+    ) where
+        D: Classify<A::Status> + ?Sized,
+    {
+        self.record(span, self.outcome(status, default), response);
+    }
+}
+
 /// A builder with the fields set directly: `with_attributes` would collect the vector again.
 #[inline]
 fn builder(name: Cow<'static, str>, kind: SpanKind, attributes: Vec<KeyValue>) -> SpanBuilder {
@@ -277,18 +466,23 @@ fn builder(name: Cow<'static, str>, kind: SpanKind, attributes: Vec<KeyValue>) -
 
 /// A started span until it ends: ends when [`LiveSpan::end`] or [`LiveSpan::end_with`] is
 /// called or when it is dropped (the response was dropped, the call cancelled), whichever comes
-/// first, so that every path ends it exactly once.
-#[derive(Debug)]
+/// first, so that every path ends it exactly once. Made only by the lifecycle
+/// ([`SpanOptions::start_server`], [`SpanOptions::start_client`], [`in_span`]).
 pub struct LiveSpan {
     cx: Context,
+    on_failure: Option<Arc<OnFailureFn>>,
+}
+
+impl fmt::Debug for LiveSpan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LiveSpan")
+            .field("span", &self.cx.span().span_context())
+            .field("on_failure", &self.on_failure.is_some())
+            .finish()
+    }
 }
 
 impl LiveSpan {
-    /// The span current in `cx`.
-    pub fn new(cx: Context) -> Self {
-        LiveSpan { cx }
-    }
-
     /// The Context holding the span (the parent of the work done for the call).
     pub fn context(&self) -> &Context {
         &self.cx
@@ -299,8 +493,7 @@ impl LiveSpan {
         self.cx.span()
     }
 
-    /// Makes the span's Context current until the guard is dropped.
-    pub fn attach(&self) -> ContextGuard {
+    fn attach(&self) -> ContextGuard {
         self.cx.clone().attach()
     }
 
@@ -312,7 +505,7 @@ impl LiveSpan {
         f()
     }
 
-    /// Records `outcome`: on a failure, `error.type` and status Error.
+    /// Records `outcome`: on a failure, `error.type` and status Error, then the failure hook.
     pub fn record(&self, outcome: Outcome) {
         if let Outcome::Failure {
             error_type,
@@ -320,7 +513,16 @@ impl LiveSpan {
         } = outcome
         {
             let span = self.cx.span();
-            span.set_attribute(KeyValue::new(ERROR_TYPE, error_type));
+            span.set_attribute(KeyValue::new(ERROR_TYPE, error_type.clone()));
+            if let Some(hook) = &self.on_failure {
+                hook(
+                    &Failure {
+                        error_type: &error_type,
+                        description: &description,
+                    },
+                    &span,
+                );
+            }
             span.set_status(Status::Error { description });
         }
     }
@@ -371,19 +573,7 @@ pin_project_lite::pin_project! {
     /// A future run inside a span: the span's Context is current while it is polled, and the
     /// span ends when the future completes, is dropped, or panics (`error.type` = `panic`).
     ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use lens_span::{InSpan, LiveSpan};
-    /// use opentelemetry::Context;
-    /// use opentelemetry::trace::{TraceContextExt, Tracer, TracerProvider};
-    ///
-    /// let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
-    /// let span = LiveSpan::new(Context::new().with_span(provider.tracer("doc").start("work")));
-    /// let valid = InSpan::new(span, async { Context::current().span().span_context().is_valid() }).await;
-    /// assert!(valid);
-    /// # }
-    /// ```
+    /// Made by [`in_span`].
     pub struct InSpan<F> {
         #[pin]
         inner: F,
@@ -391,13 +581,38 @@ pin_project_lite::pin_project! {
     }
 }
 
-impl<F> InSpan<F> {
-    /// `inner`, run inside `span`.
-    pub fn new(span: LiveSpan, inner: F) -> Self {
-        InSpan {
-            inner,
-            span: Some(span),
-        }
+/// Runs `future` inside a span started now from `builder` under `parent` and made current in
+/// the Context current now (a Ray-style remote call: the carrier's span is the parent, the
+/// caller's Context stays current, its baggage not replaced by the carrier's); the trace's random
+/// flag kept, or set on a new trace. The span ends when the future completes, is dropped, or
+/// panics (`error.type` = `panic`).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use opentelemetry::Context;
+/// use opentelemetry::trace::{SpanBuilder, TraceContextExt, TracerProvider};
+///
+/// let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+/// let tracer = provider.tracer("doc");
+/// let work = async { Context::current().span().span_context().is_valid() };
+/// let traced = lens_span::in_span(&tracer, SpanBuilder::from_name("work"), &Context::new(), work);
+/// assert!(traced.await);
+/// # }
+/// ```
+pub fn in_span<T, F>(tracer: &T, builder: SpanBuilder, parent: &Context, future: F) -> InSpan<F>
+where
+    T: Tracer,
+    T::Span: Send + Sync + 'static,
+{
+    let span = builder.start_with_context(tracer, parent);
+    let cx = context_with_span_in(&Context::current(), parent, span, true);
+    InSpan {
+        inner: future,
+        span: Some(LiveSpan {
+            cx,
+            on_failure: None,
+        }),
     }
 }
 

@@ -8,40 +8,47 @@ use http::header::HeaderName;
 use lens_core::policy::{
     InboundContext, InboundDecision, InboundPolicy, InboundRequest, OutboundDecision,
 };
-use lens_core::{TRACEPARENT_HEADER, TRACESTATE_HEADER, W3cPropagator};
+use lens_core::{HeaderCarrier, TRACEPARENT_HEADER, TRACESTATE_HEADER, W3cPropagator};
 use opentelemetry::Context;
 use opentelemetry::propagation::Injector;
 use opentelemetry::trace::{SpanContext, TraceContextExt};
 
-/// A carrier over an `http::HeaderMap` (HTTP headers, gRPC metadata): what
-/// [`Propagation::inject`] writes into, after removing stale trace-context headers.
+/// A carrier over an `http::HeaderMap` with rules of its own for names and values (gRPC
+/// metadata): what [`Propagation::inject`] writes into, after removing stale trace-context
+/// headers. Plain HTTP headers go through [`Propagation::inject_headers`].
 pub trait HeaderInjector {
     /// The headers, to remove stale entries from.
     fn headers_mut(&mut self) -> &mut HeaderMap;
     /// The carrier, to inject through (with its own rules for names and values).
     fn injector(&mut self) -> &mut dyn Injector;
-    /// Injects the parts chosen with lens's propagator `lens`: through
-    /// [`HeaderInjector::injector`], unless the carrier has a faster way to the same headers.
-    fn inject_lens(&mut self, lens: &W3cPropagator, cx: &Context, parts: OutboundDecision) {
-        lens.inject_parts(cx, self.injector(), parts.trace_context, parts.baggage);
-    }
 }
 
-impl HeaderInjector for lens_core::HeaderCarrier<&mut HeaderMap> {
+/// Where [`Propagation`] injects.
+enum Target<'a> {
+    /// Plain HTTP headers: lens's propagator writes them directly.
+    Headers(&'a mut HeaderMap),
+    /// A carrier with rules of its own.
+    Carrier(&'a mut dyn HeaderInjector),
+}
+
+impl Target<'_> {
     fn headers_mut(&mut self) -> &mut HeaderMap {
-        self.0
+        match self {
+            Target::Headers(headers) => headers,
+            Target::Carrier(carrier) => carrier.headers_mut(),
+        }
     }
-    fn injector(&mut self) -> &mut dyn Injector {
-        self
-    }
-    /// [`W3cPropagator::inject_headers_parts`]: the same headers, without a `String` for the
-    /// `traceparent`.
-    fn inject_lens(&mut self, lens: &W3cPropagator, cx: &Context, parts: OutboundDecision) {
-        lens.inject_headers_parts(cx, self.0, parts.trace_context, parts.baggage);
+
+    fn inject_global(&mut self, f: impl FnOnce(&mut dyn Injector)) {
+        match self {
+            Target::Headers(headers) => f(&mut HeaderCarrier(&mut **headers)),
+            Target::Carrier(carrier) => f(carrier.injector()),
+        }
     }
 }
 
-/// The propagator of an adapter.
+/// The propagator of an adapter: lens's process-wide one (the default), a given lens
+/// propagator, or the one installed globally in opentelemetry.
 ///
 /// ```
 /// use lens_core::policy::{InboundPolicy, InboundRequest, OutboundDecision};
@@ -56,35 +63,50 @@ impl HeaderInjector for lens_core::HeaderCarrier<&mut HeaderMap> {
 /// let mut out = http::HeaderMap::new();
 /// out.insert("traceparent", "00-00000000000000000000000000000001-0000000000000001-00".parse().unwrap());
 /// let all = OutboundDecision { trace_context: true, baggage: true };
-/// Propagation::default().inject(all, &inbound.parent, &mut lens_core::HeaderCarrier(&mut out));
+/// Propagation::default().inject_headers(all, &inbound.parent, &mut out);
 /// assert_eq!(out["traceparent"], headers["traceparent"]); // the stale one replaced
 /// ```
 #[derive(Clone, Debug, Default)]
-pub enum Propagation {
-    /// lens's process-wide propagator ([`lens_core::propagator`]), the default.
+pub struct Propagation(Kind);
+
+#[derive(Clone, Debug, Default)]
+enum Kind {
     #[default]
     Lens,
-    /// This lens propagator.
     With(Arc<W3cPropagator>),
-    /// The propagator installed with `opentelemetry::global::set_text_map_propagator` (read under
-    /// opentelemetry's lock on every request: lens's own propagators take none).
     Global,
 }
 
 impl Propagation {
-    /// The lens propagator, when this is not [`Propagation::Global`].
-    pub fn lens(&self) -> Option<&W3cPropagator> {
-        match self {
-            Propagation::Lens => Some(lens_core::propagator()),
-            Propagation::With(p) => Some(p),
-            Propagation::Global => None,
+    /// lens's process-wide propagator ([`lens_core::propagator`]), the default.
+    pub fn lens() -> Self {
+        Propagation(Kind::Lens)
+    }
+
+    /// This lens propagator.
+    pub fn with(propagator: W3cPropagator) -> Self {
+        Propagation(Kind::With(Arc::new(propagator)))
+    }
+
+    /// The propagator installed with `opentelemetry::global::set_text_map_propagator` (read under
+    /// opentelemetry's lock on every request: lens's own propagators take none).
+    pub fn global() -> Self {
+        Propagation(Kind::Global)
+    }
+
+    /// The lens propagator, unless this is the global one.
+    fn lens_propagator(&self) -> Option<&W3cPropagator> {
+        match &self.0 {
+            Kind::Lens => Some(lens_core::propagator()),
+            Kind::With(p) => Some(p),
+            Kind::Global => None,
         }
     }
 
     /// Decides with `policy` and extracts what it allows (docs/propagation-rules.md#trust): the parent to start the
     /// span under, or the remote span context to link to.
     pub fn extract(&self, policy: &InboundPolicy, request: &InboundRequest<'_>) -> InboundContext {
-        if let Some(p) = self.lens() {
+        if let Some(p) = self.lens_propagator() {
             return policy.extract_with(p, request);
         }
         let decision = policy.decide(request);
@@ -111,42 +133,69 @@ impl Propagation {
         }
     }
 
-    /// Injects `cx` into `headers` as `decision` allows, through the carrier `carrier` makes of
-    /// them. Trace-context headers already there are removed first wherever trace context may go
-    /// (a stale `traceparent` never travels beside, or instead of, the new one), also when `cx`
-    /// has no valid span.
+    /// Injects `cx` into HTTP `headers` as `decision` allows. Trace-context headers already
+    /// there are removed first wherever trace context may go (a stale `traceparent` never
+    /// travels beside, or instead of, the new one), also when `cx` has no valid span.
+    pub fn inject_headers(
+        &self,
+        decision: OutboundDecision,
+        cx: &Context,
+        headers: &mut HeaderMap,
+    ) {
+        self.inject_into(decision, cx, Target::Headers(headers));
+    }
+
+    /// [`Propagation::inject_headers`] through a carrier with rules of its own (gRPC metadata).
     pub fn inject(
         &self,
         decision: OutboundDecision,
         cx: &Context,
         carrier: &mut dyn HeaderInjector,
     ) {
+        self.inject_into(decision, cx, Target::Carrier(carrier));
+    }
+
+    fn inject_into(&self, decision: OutboundDecision, cx: &Context, mut target: Target<'_>) {
         // Static names: a `&str` key would be parsed into a header name on every lookup.
         const TRACEPARENT: HeaderName = HeaderName::from_static(TRACEPARENT_HEADER);
         const TRACESTATE: HeaderName = HeaderName::from_static(TRACESTATE_HEADER);
         if !decision.trace_context && !decision.baggage {
             return;
         }
-        match self.lens() {
+        match self.lens_propagator() {
             Some(p) => {
                 // Usually there is nothing to remove: a request's headers are empty at this point
                 // unless the caller set some.
-                let headers = carrier.headers_mut();
+                let headers = target.headers_mut();
                 if decision.trace_context && !headers.is_empty() {
                     headers.remove(&TRACEPARENT);
                     headers.remove(&TRACESTATE);
                 }
-                carrier.inject_lens(p, cx, decision);
+                match target {
+                    // The same headers as through the carrier, without a `String` for the
+                    // `traceparent`.
+                    Target::Headers(headers) => p.inject_headers_parts(
+                        cx,
+                        headers,
+                        decision.trace_context,
+                        decision.baggage,
+                    ),
+                    Target::Carrier(carrier) => p.inject_parts(
+                        cx,
+                        carrier.injector(),
+                        decision.trace_context,
+                        decision.baggage,
+                    ),
+                }
             }
             None => opentelemetry::global::get_text_map_propagator(|p| {
-                let headers = carrier.headers_mut();
+                let headers = target.headers_mut();
                 if decision.trace_context && !headers.is_empty() {
                     for field in p.fields() {
                         headers.remove(field);
                     }
                 }
-                let carrier = carrier.injector();
-                match (decision.trace_context, decision.baggage) {
+                target.inject_global(|carrier| match (decision.trace_context, decision.baggage) {
                     (true, true) => p.inject_context(cx, carrier),
                     // The span alone: nothing else of the Context (its baggage) goes out.
                     (true, false) => {
@@ -158,7 +207,7 @@ impl Propagation {
                         &cx.with_remote_span_context(SpanContext::empty_context()),
                         carrier,
                     ),
-                }
+                });
             }),
         }
     }

@@ -1,4 +1,4 @@
-//! `Propagation::Global`: the propagator installed in opentelemetry reads and writes, the policy
+//! `Propagation::global()`: the propagator installed in opentelemetry reads and writes, the policy
 //! still decides, and stale trace-context headers are replaced. Its own test binary: it installs
 //! the global propagator.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -19,11 +19,11 @@ fn the_global_propagator_reads_and_writes() {
     let carrier = HeaderCarrier(&headers);
     let request = InboundRequest::from_headers(&carrier);
 
-    let trusted = Propagation::Global.extract(&InboundPolicy::trust_all(), &request);
+    let trusted = Propagation::global().extract(&InboundPolicy::trust_all(), &request);
     assert_eq!(trusted.decision, InboundDecision::Trust);
     let sc = trusted.parent.span().span_context().clone();
     assert_eq!(sc.span_id().to_string(), "00f067aa0ba902b7");
-    let linked = Propagation::Global.extract(&InboundPolicy::link_all(), &request);
+    let linked = Propagation::global().extract(&InboundPolicy::link_all(), &request);
     assert_eq!(linked.link.unwrap().span_id(), sc.span_id());
     assert!(!linked.parent.span().span_context().is_valid());
 
@@ -38,7 +38,7 @@ fn the_global_propagator_reads_and_writes() {
         trace_context: true,
         baggage: true,
     };
-    Propagation::Global.inject(all, &trusted.parent, &mut HeaderCarrier(&mut out));
+    Propagation::global().inject_headers(all, &trusted.parent, &mut out);
     let lines: Vec<_> = out.get_all("traceparent").iter().collect();
     assert_eq!(lines, [TP]);
 
@@ -48,6 +48,6 @@ fn the_global_propagator_reads_and_writes() {
         trace_context: false,
         baggage: true,
     };
-    Propagation::Global.inject(baggage_only, &trusted.parent, &mut HeaderCarrier(&mut out));
+    Propagation::global().inject_headers(baggage_only, &trusted.parent, &mut out);
     assert!(out.get("traceparent").is_none());
 }

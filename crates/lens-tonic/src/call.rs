@@ -54,6 +54,7 @@ pub(crate) struct Grpc;
 impl Adapter for Grpc {
     type Request<'a> = RequestInfo<'a>;
     type Response<'a> = ResponseInfo<'a>;
+    type Status = Code;
 }
 
 /// The configuration of a layer: lens-span's options with the side's policy `P`, the RPC
@@ -88,11 +89,7 @@ impl<P> CallConfig<P> {
 
     /// How the span of a call on `side` ends.
     pub(crate) fn call_end(&self, side: crate::SpanSide) -> crate::CallEnd {
-        crate::CallEnd::new(
-            side,
-            self.conventions,
-            self.options.response_attributes.clone(),
-        )
+        crate::CallEnd::new(side, self.conventions, self.options.responder())
     }
 
     /// The attributes a call span starts with (room for `server.address`, `server.port` and
@@ -180,6 +177,7 @@ macro_rules! layer_and_service {
             $layer,
             request: crate::RequestInfo<'_>,
             response: crate::ResponseInfo<'_>,
+            status: tonic::Code,
             policy: $policy_fn($policy)
         );
     };

@@ -6,6 +6,7 @@ use std::task::{Context as TaskContext, Poll};
 
 use lens_core::W3cPropagator;
 use lens_core::policy::{OutboundDecision, OutboundPolicy};
+use lens_span::httpconv::split_host_port;
 use lens_span::{FilterDecision, HeaderInjector, Propagation};
 use opentelemetry::Context;
 use opentelemetry::propagation::Injector;
@@ -68,7 +69,7 @@ impl ClientInterceptor {
                 trace_context: true,
                 baggage: true,
             },
-            propagation: Propagation::Lens,
+            propagation: Propagation::lens(),
             filter: None,
         }
     }
@@ -83,13 +84,13 @@ impl ClientInterceptor {
 
     /// Uses `propagator` instead of lens's process-wide one.
     pub fn with_propagator(mut self, propagator: W3cPropagator) -> Self {
-        self.propagation = Propagation::With(Arc::new(propagator));
+        self.propagation = Propagation::with(propagator);
         self
     }
 
     /// Uses the propagator installed globally in opentelemetry instead of lens's.
     pub fn with_global_propagator(mut self) -> Self {
-        self.propagation = Propagation::Global;
+        self.propagation = Propagation::global();
         self
     }
 
@@ -185,6 +186,11 @@ impl ClientLayer {
     /// takes precedence.
     pub fn with_server_address(mut self, host: impl Into<String>, port: u16) -> Self {
         let host: String = host.into();
+        // `[::1]` or `::1`: the host without brackets, as every adapter writes it.
+        let host = match split_host_port(&host) {
+            Some((bare, None)) if bare.len() + 2 == host.len() => bare.to_owned(),
+            _ => host,
+        };
         self.config.server = Some((Arc::from(host), port));
         self
     }
@@ -219,35 +225,39 @@ where
         let options = &config.options;
         let info = RequestInfo::of(&request);
         let method = info.method;
-        let filter = options.filter(&info);
+        let filter = options.filter_decision(&info);
         if !filter.span && !filter.inject {
             return ResponseFuture::untraced(self.inner.call(request));
         }
         let server = &config.server;
-        let (host, port) = match request.uri().authority() {
-            Some(a) => (
-                Some(Arc::<str>::from(a.host())),
-                a.port_u16().or_else(|| server.as_ref().map(|(_, p)| *p)),
+        let (host, port) = match request
+            .uri()
+            .authority()
+            .and_then(|a| split_host_port(a.as_str()))
+        {
+            Some((host, port)) => (
+                Some(Arc::<str>::from(host)),
+                port.or_else(|| server.as_ref().map(|(_, p)| *p)),
             ),
             None => match server {
                 Some((h, p)) => (Some(Arc::clone(h)), Some(*p)),
                 None => (None, None),
             },
         };
-        let decision = options.policy.decide(host.as_deref().unwrap_or(""));
+        let decision = options.policy().decide(host.as_deref().unwrap_or(""));
         if !filter.span {
             let mut headers = GrpcHeaders(request.headers_mut());
-            Context::map_current(|cx| options.propagation.inject(decision, cx, &mut headers));
+            Context::map_current(|cx| options.propagation().inject(decision, cx, &mut headers));
             return ResponseFuture::untraced(self.inner.call(request));
         }
 
         let mut attributes = config.rpc_attributes(&method);
         push_server_address(&mut attributes, host, port);
-        options.request_attributes(&info, &mut attributes);
-        let name = options.span_name(&info, || method.span_name());
-        let span = Context::map_current(|parent| options.start_client(name, attributes, parent));
+        let span = Context::map_current(|parent| {
+            options.start_client(&info, || method.span_name(), attributes, parent)
+        });
         if filter.inject {
-            options.propagation.inject(
+            options.propagation().inject(
                 decision,
                 span.context(),
                 &mut GrpcHeaders(request.headers_mut()),

@@ -32,7 +32,10 @@
 //!   the same knobs under the same names (`with_tracer`, `with_propagator`,
 //!   `with_global_propagator`, `with_inbound_policy` / `with_outbound_policy`, `with_filter`,
 //!   `with_span_name`, `with_random_flag_on_new_traces`, `with_request_attributes`,
-//!   `with_response_attributes`) plus `with_rpc_conventions`. The RPC attributes follow
+//!   `with_response_attributes`, `with_classifier`, `with_on_failure`) plus
+//!   `with_rpc_conventions`. A classifier sees the call's [`tonic::Code`]; the default is the
+//!   side's ([`SpanSide`]: any code but OK on clients, the six server codes of the conventions
+//!   on servers), classified when the status arrives (in the trailers, at the end of a stream). The RPC attributes follow
 //!   `OTEL_SEMCONV_STABILITY_OPT_IN` (read when a layer is built): unset, the attributes before
 //!   semantic conventions 1.37; `rpc`, those of 1.42; `rpc/dup`, both (see [`lens_span::rpc`]).
 //! - Metadata: [`MetadataCarrier`] (lowercase keys, ASCII values only, `-bin` keys skipped).
@@ -54,7 +57,6 @@ pub mod status;
 
 use std::borrow::Cow;
 
-use lens_span::rpc::RpcConventions;
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::{Context, KeyValue};
 use tonic::metadata::MetadataMap;
@@ -63,6 +65,11 @@ pub use call::{RequestInfo, ResponseInfo};
 pub use client::{ClientInterceptor, ClientLayer, ClientService};
 pub use codec::{JsonCodec, JsonDecoder, JsonEncoder};
 pub use error::Error;
+/// What the knobs take: a filter's decision, a classifier and its outcome (the default
+/// classifier is [`SpanSide`]'s), what the failure hook sees, and the RPC conventions.
+pub use lens_span::FilterDecision;
+pub use lens_span::classify::{Classify, Failure, Outcome};
+pub use lens_span::rpc::RpcConventions;
 pub use metadata::MetadataCarrier;
 pub use ray::{
     OTEL_CARRIER_FIELD, RAY_TRACER_NAME, RemoteCall, dispatch_with_context, extract_ray_context,
@@ -71,10 +78,6 @@ pub use ray::{
 pub use response::{CallEnd, ResponseBody, ResponseFuture};
 pub use server::{ServerLayer, ServerService};
 pub use status::SpanSide;
-
-/// The former name of [`ClientInterceptor`].
-#[deprecated(since = "0.2.0", note = "renamed `ClientInterceptor`")]
-pub type LensInterceptor = ClientInterceptor;
 
 /// The instrumentation scope of the client and server spans.
 pub const TRACER_NAME: &str = "lens-tonic";

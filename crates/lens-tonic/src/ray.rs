@@ -5,8 +5,6 @@ use std::borrow::Cow;
 use std::future::Future;
 
 use lens_core::Carrier;
-use lens_core::random_flag::context_with_span_in;
-use lens_span::{InSpan, LiveSpan};
 use opentelemetry::Context;
 use opentelemetry::trace::{SpanKind, Tracer};
 use serde::{Deserialize, Serialize};
@@ -188,15 +186,11 @@ where
     F: Future,
 {
     let parent = extract_ray_context(carrier);
-    let span = tracer
-        .span_builder(name)
-        .with_kind(SpanKind::Internal)
-        .start_with_context(tracer, &parent);
+    let builder = tracer.span_builder(name).with_kind(SpanKind::Internal);
     // Python's `start_as_current_span(context=ctx)` parents the span on `ctx` but attaches
     // `set_span_in_context(span)`, i.e. the caller's current context plus the span: the
     // carrier's baggage does not become current. The span shows the trace's random flag (a
     // `-03` caller stays `-03` on calls made inside), as lens-span's lifecycle does everywhere,
     // and ends when the future completes, is dropped or panics.
-    let cx = context_with_span_in(&Context::current(), &parent, span, true);
-    InSpan::new(LiveSpan::new(cx), future)
+    lens_span::in_span(tracer, builder, &parent, future)
 }

@@ -4,14 +4,12 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll, ready};
 
 use http::HeaderMap;
-use lens_span::classify::{Classify, GrpcCodes, Outcome};
-use lens_span::lifecycle::ResponseAttributesFn;
+use lens_span::classify::Outcome;
 use lens_span::rpc::RpcConventions;
-use lens_span::{BodyEnd, LiveSpan, TracedBody, poll_in};
+use lens_span::{BodyEnd, LiveSpan, Responder, TracedBody, poll_in};
 use pin_project_lite::pin_project;
 use tonic::Code;
 
@@ -24,7 +22,7 @@ use crate::status::{SpanSide, code_from_http_status, decode_message, grpc_status
 pub struct CallEnd {
     side: SpanSide,
     conventions: RpcConventions,
-    response_attributes: Option<Arc<ResponseAttributesFn<Grpc>>>,
+    responder: Responder<Grpc>,
 }
 
 impl std::fmt::Debug for CallEnd {
@@ -40,37 +38,51 @@ impl CallEnd {
     pub(crate) fn new(
         side: SpanSide,
         conventions: RpcConventions,
-        response_attributes: Option<Arc<ResponseAttributesFn<Grpc>>>,
+        responder: Responder<Grpc>,
     ) -> Self {
         CallEnd {
             side,
             conventions,
-            response_attributes,
+            responder,
         }
     }
 
     /// Records `code` (found in `metadata`) on the span and ends it: the status attributes of
-    /// the conventions, `error.type` and status Error (with the `grpc-message`) when the side
-    /// counts the code as an error, then the response hook.
+    /// the conventions, `error.type` and status Error when the classifier (the user's, else the
+    /// side's) counts the code as an error (a failure without a description gets the code's and
+    /// the `grpc-message`), then the response hook.
     fn finish(&self, span: LiveSpan, code: Code, metadata: &HeaderMap) {
-        let number = code as i32;
         {
             let span_ref = span.span();
-            for attribute in self.conventions.status_attributes(number) {
+            for attribute in self.conventions.status_attributes(code as i32) {
                 span_ref.set_attribute(attribute);
             }
         }
-        if let Outcome::Failure { error_type, .. } = GrpcCodes(self.side.into()).classify(&number) {
-            let description = match metadata.get("grpc-message") {
-                Some(m) if !m.is_empty() => {
-                    format!("{}: {}", code.description(), decode_message(m.as_bytes()))
-                }
-                _ => code.description().to_owned(),
-            };
-            span.record(Outcome::failure(error_type, description));
-        }
-        if let Some(hook) = &self.response_attributes {
-            hook(&ResponseInfo { code, metadata }, &span.span());
+        let outcome = match self.responder.outcome(&code, &self.side) {
+            Outcome::Failure {
+                error_type,
+                description,
+            } if description.is_empty() => {
+                let description = match metadata.get("grpc-message") {
+                    Some(m) if !m.is_empty() => {
+                        format!("{}: {}", code.description(), decode_message(m.as_bytes()))
+                    }
+                    _ => code.description().to_owned(),
+                };
+                Outcome::failure(error_type, description)
+            }
+            outcome => outcome,
+        };
+        self.responder
+            .record(&span, outcome, &ResponseInfo { code, metadata });
+    }
+
+    /// The end of an untraced call's body (it has no span to end).
+    fn untraced() -> Self {
+        CallEnd {
+            side: SpanSide::Server,
+            conventions: RpcConventions::LEGACY,
+            responder: Responder::default(),
         }
     }
 
@@ -179,9 +191,7 @@ where
                     }
                     (span, _) => span,
                 };
-                let end = end.unwrap_or_else(|| {
-                    CallEnd::new(SpanSide::Server, RpcConventions::LEGACY, None)
-                });
+                let end = end.unwrap_or_else(CallEnd::untraced);
                 Poll::Ready(Ok(response.map(|inner| TracedBody::new(inner, span, end))))
             }
             Err(e) => {

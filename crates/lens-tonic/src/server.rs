@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
 use lens_core::policy::InboundPolicy;
+use lens_span::httpconv::split_host_port;
 use opentelemetry::KeyValue;
 use tower_service::Service;
 
@@ -91,16 +92,17 @@ fn server_address<B>(
     local: Option<SocketAddr>,
     attributes: &mut Vec<KeyValue>,
 ) {
-    let authority = request.uri().authority().cloned().or_else(|| {
-        request
+    let authority = match request.uri().authority() {
+        Some(authority) => Some(authority.as_str()),
+        None => request
             .headers()
             .get(http::header::HOST)
-            .and_then(|h| http::uri::Authority::try_from(h.as_bytes()).ok())
-    });
-    let (host, port) = match &authority {
-        Some(a) => (
-            Some(a.host().to_owned()),
-            a.port_u16().or_else(|| local.map(|l| l.port())),
+            .and_then(|h| h.to_str().ok()),
+    };
+    let (host, port) = match authority.and_then(split_host_port) {
+        Some((host, port)) => (
+            Some(host.to_owned()),
+            port.or_else(|| local.map(|l| l.port())),
         ),
         None => (local.map(|l| l.ip().to_string()), local.map(|l| l.port())),
     };
@@ -124,7 +126,7 @@ where
         let options = &config.options;
         let info = RequestInfo::of(&request);
         let method = info.method;
-        if !options.filter(&info).span {
+        if !options.filter_decision(&info).span {
             return ResponseFuture::untraced(self.inner.call(request));
         }
         let (peer, local) = connect_info(&request);
@@ -132,9 +134,7 @@ where
 
         let mut attributes = config.rpc_attributes(&method);
         server_address(&request, local, &mut attributes);
-        options.request_attributes(&info, &mut attributes);
-        let name = options.span_name(&info, || method.span_name());
-        let span = options.start_server(name, attributes, inbound);
+        let span = options.start_server(&info, || method.span_name(), attributes, inbound);
 
         let future = span.in_scope(|| self.inner.call(request));
         ResponseFuture::new(future, span, config.call_end(SpanSide::Server))

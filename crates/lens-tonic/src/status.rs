@@ -6,7 +6,7 @@
 #![allow(deprecated)]
 
 use http::HeaderMap;
-use lens_span::classify::RpcSide;
+use lens_span::classify::{Classify, GrpcCodes, Outcome, RpcSide};
 use opentelemetry_semantic_conventions::attribute as semconv;
 use tonic::Code;
 
@@ -38,6 +38,28 @@ impl SpanSide {
     /// [`RpcSide::is_error`]).
     pub fn is_error(self, code: Code) -> bool {
         RpcSide::from(self).is_error(code as i32)
+    }
+}
+
+/// The default classifier of the gRPC layers: the codes [`SpanSide::is_error`] names are
+/// errors, `error.type` is the code's name (`UNAVAILABLE`). A classifier of your own can fall
+/// back on it:
+///
+/// ```
+/// use lens_tonic::{Classify, Outcome, SpanSide};
+/// use tonic::Code;
+///
+/// // A client for which NOT_FOUND is an answer, not an error.
+/// let classifier = |code: &Code| match code {
+///     Code::NotFound => Outcome::Success,
+///     other => SpanSide::Client.classify(other),
+/// };
+/// assert!(!classifier.classify(&Code::NotFound).is_failure());
+/// assert!(classifier.classify(&Code::Unavailable).is_failure());
+/// ```
+impl Classify<Code> for SpanSide {
+    fn classify(&self, code: &Code) -> Outcome {
+        GrpcCodes(RpcSide::from(*self)).classify(&(*code as i32))
     }
 }
 

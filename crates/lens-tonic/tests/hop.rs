@@ -273,3 +273,77 @@ fn the_interceptor_replaces_a_stale_traceparent_and_obeys_its_filter() {
         .unwrap();
     assert!(skipped.metadata().get("traceparent").is_none());
 }
+
+fn server_address(span: &SpanData) -> (Option<String>, Option<i64>) {
+    let get = |key: &str| {
+        span.attributes
+            .iter()
+            .find(|kv| kv.key.as_str() == key)
+            .map(|kv| kv.value.clone())
+    };
+    (
+        get("server.address").map(|v| v.as_str().into_owned()),
+        get("server.port").and_then(|v| match v {
+            opentelemetry::Value::I64(port) => Some(port),
+            _ => None,
+        }),
+    )
+}
+
+/// One call to `uri` (with a `Host` header when given) through `service`.
+async fn call_once<S>(service: &mut S, uri: &str, host: Option<&str>)
+where
+    S: Service<http::Request<()>>,
+    S::Error: std::fmt::Debug,
+{
+    let mut request = http::Request::builder().uri(uri);
+    if let Some(host) = host {
+        request = request.header("host", host);
+    }
+    let _response = service.call(request.body(()).unwrap()).await.unwrap();
+}
+
+/// `server.address` of an IPv6 authority is the address without brackets on both sides, as
+/// lens-axum and lens-reqwest write it (one splitter, lens-span's `split_host_port`).
+#[tokio::test]
+async fn ipv6_authorities_lose_their_brackets_on_both_sides() {
+    let (_provider, tracer, recorder) = provider();
+    let mut server = ServerLayer::new()
+        .with_tracer(tracer.clone())
+        .layer(Peer::new("0"));
+    call_once(&mut server, "http://[::1]:50051/lens.test.Echo/Echo", None).await;
+    // The Host header, when the URI has no authority.
+    call_once(
+        &mut server,
+        "/lens.test.Echo/Echo",
+        Some("[2001:db8::7]:8443"),
+    )
+    .await;
+
+    let mut client = ClientLayer::new()
+        .with_tracer(tracer.clone())
+        .layer(Peer::new("0"));
+    call_once(&mut client, "http://[::1]:50052/lens.test.Echo/Echo", None).await;
+    // Given with or without brackets, the same text.
+    for host in ["[::2]", "::2"] {
+        let mut client = ClientLayer::new()
+            .with_tracer(tracer.clone())
+            .with_server_address(host, 7)
+            .layer(Peer::new("0"));
+        call_once(&mut client, "/lens.test.Echo/Echo", None).await;
+    }
+
+    let spans = recorder.wait_for(5).await;
+    let addresses: Vec<_> = spans.iter().map(server_address).collect();
+    let expected = |host: &str, port: i64| (Some(host.to_owned()), Some(port));
+    assert_eq!(
+        addresses,
+        [
+            expected("::1", 50051),
+            expected("2001:db8::7", 8443),
+            expected("::1", 50052),
+            expected("::2", 7),
+            expected("::2", 7),
+        ]
+    );
+}

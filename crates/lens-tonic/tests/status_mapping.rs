@@ -161,3 +161,68 @@ async fn unknown_method_is_unimplemented() {
     assert_eq!(code_of(&server), Some(Value::I64(12)));
     assert!(is_error(&client) && is_error(&server));
 }
+
+/// Classifiers of the user's on both layers, applied when the status arrives in the trailers at
+/// the end of a stream: INVALID_ARGUMENT becomes a server error under its own `error.type`, and
+/// UNAVAILABLE is no error for the client; the failure hook sees each failure.
+#[tokio::test]
+async fn streaming_status_is_classified_by_the_users_classifier_at_end_of_stream() {
+    use lens_tonic::{Classify, Outcome, SpanSide};
+    use opentelemetry::KeyValue;
+
+    let spans = Spans::new();
+    let server = ServerLayer::new()
+        .with_tracer(spans.tracer("server"))
+        .with_classifier(|code: &Code| match code {
+            Code::InvalidArgument => Outcome::failure("bad_input", ""),
+            other => SpanSide::Server.classify(other),
+        })
+        .with_on_failure(|failure, span| {
+            span.set_attribute(KeyValue::new("test.failure", failure.error_type.clone()))
+        });
+    let addr = serve(server).await;
+    let client = ClientLayer::new()
+        .with_tracer(spans.tracer("client"))
+        .with_classifier(|code: &Code| match code {
+            Code::Unavailable => Outcome::Success,
+            other => SpanSide::Client.classify(other),
+        });
+    let mut grpc = tonic::client::Grpc::new(client.layer(channel(addr).await));
+
+    let (items, end) = stream(&mut grpc, "items:2;status:3").await;
+    assert_eq!(items.len(), 2);
+    assert_eq!(end.unwrap_err().code(), Code::InvalidArgument);
+    let (client, server) = both(&spans);
+    assert!(is_error(&server) && is_error(&client));
+    assert_eq!(attr(&server, "error.type"), Some(Value::from("bad_input")));
+    assert_eq!(
+        attr(&server, "test.failure"),
+        Some(Value::from("bad_input"))
+    );
+    match &server.status {
+        // The code's description and the grpc-message, as for the default classifier.
+        Status::Error { description } => {
+            assert!(description.contains("in trailers"), "{description}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        attr(&client, "error.type"),
+        Some(Value::from("INVALID_ARGUMENT"))
+    );
+
+    spans.exporter.reset();
+    let (_, end) = stream(&mut grpc, "items:1;status:14").await;
+    assert_eq!(end.unwrap_err().code(), Code::Unavailable);
+    let (client, server) = both(&spans);
+    assert!(
+        !is_error(&client),
+        "UNAVAILABLE is no error for this client"
+    );
+    assert_eq!(attr(&client, "error.type"), None);
+    assert!(is_error(&server));
+    assert_eq!(
+        attr(&server, "test.failure"),
+        Some(Value::from("UNAVAILABLE"))
+    );
+}

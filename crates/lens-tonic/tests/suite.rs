@@ -14,7 +14,7 @@ use lens_testkit::recorder::Recorder;
 use lens_testkit::suite::{
     self, Call, Harness, Observed, RESPOND, Respond, SKIP_HEADER, Setup, Side,
 };
-use lens_tonic::{ClientLayer, JsonCodec, ServerLayer};
+use lens_tonic::{ClientLayer, JsonCodec, Outcome, ServerLayer};
 use opentelemetry::trace::{FutureExt as _, SpanKind, TracerProvider as _};
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData};
 use tokio::sync::Semaphore;
@@ -192,9 +192,15 @@ async fn serve(layer: Option<ServerLayer>, gate: Arc<Semaphore>) -> SocketAddr {
 /// Sets the suite's knobs on either layer (the same names on both).
 macro_rules! configure {
     ($layer:expr, $setup:expr, $tracer:expr) => {
-        lens_testkit::suite_knobs!($layer.with_tracer($tracer), $setup, |call| !call
-            .headers
-            .contains_key(SKIP_HEADER))
+        lens_testkit::suite_knobs!(
+            $layer.with_tracer($tracer),
+            $setup,
+            |call| !call.headers.contains_key(SKIP_HEADER),
+            |code: &Code| match code {
+                Code::NotFound => Outcome::failure(suite::CLASSIFIED_ERROR, ""),
+                _ => Outcome::Success,
+            }
+        )
     };
 }
 

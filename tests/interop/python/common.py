@@ -54,7 +54,7 @@ def hex_span_id(value: int) -> str:
 
 
 def span_json(span) -> dict:
-    """One finished SDK span as JSON: ids, parent, kind, name, scope and attributes."""
+    """One finished SDK span as JSON: ids, parent, kind, name, scope, attributes, status, end."""
     ctx = span.get_span_context()
     parent = span.parent
     return {
@@ -67,6 +67,8 @@ def span_json(span) -> dict:
         "parent_span_id": hex_span_id(parent.span_id) if parent is not None else None,
         "parent_is_remote": bool(parent.is_remote) if parent is not None else None,
         "attributes": {k: _plain(v) for k, v in (span.attributes or {}).items()},
+        "status": span.status.status_code.name,
+        "end_unix_nano": span.end_time,
     }
 
 

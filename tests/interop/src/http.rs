@@ -22,8 +22,6 @@ use lens_axum::{RequestContext, ServerLayer};
 use lens_core::{LensContextExt, W3cPropagator};
 use lens_reqwest::ClientMiddleware;
 use opentelemetry::Context;
-use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -184,11 +182,11 @@ pub(crate) async fn run(
     otlp: Option<&OtlpTargets>,
     checks: &mut Checks,
 ) -> Result<Vec<SpanRecord>> {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    let tracer = provider.tracer("lens-interop");
+    let spans::Recording {
+        exporter,
+        provider,
+        tracer,
+    } = spans::Recording::new();
 
     let reqwest_client = reqwest::Client::builder()
         .timeout(REQUEST_TIMEOUT)

@@ -19,7 +19,11 @@
 //! * `http-python-first`, `http-rust-first`: FastAPI + aiohttp (NeMo Lens) and axum + reqwest
 //!   (lens) calling each other in one trace; span parents and baggage checked across the
 //!   boundary.
-//!
+//! * `grpc-python-to-rust`, `grpc-rust-to-python`: a `grpcio` peer with NeMo Lens's
+//!   `inject_context` / `extract_context` on the call's metadata, and a tonic server behind
+//!   `ServerLayer` / a tonic client over `ClientLayer` or with `ClientInterceptor`; unary and
+//!   server-streaming calls, span parents, baggage, tracestate and status checked across the
+//!   boundary.
 //! * `watch`: both HTTP scenarios again, every span of both languages also exported over OTLP
 //!   (gRPC and HTTP, each SDK's own exporter) to a running `lens watch` (`--lens PATH`): one
 //!   whole trace each in its `--json`, on its page, and from `lens check` on its `--save` file.
@@ -32,6 +36,7 @@
 mod check;
 mod describe;
 mod error;
+mod grpc;
 mod http;
 mod nccl;
 mod python;
@@ -50,13 +55,16 @@ use python::{PythonProcess, START_TIMEOUT};
 
 const USAGE: &str =
     "usage: lens-interop --python PYTHON --scripts DIR --out DIR [--lens LENS] [--only SCENARIO]
-scenarios: nccl, ray, http-python-first, http-rust-first, watch (default: all; watch needs --lens)";
+scenarios: nccl, ray, http-python-first, http-rust-first, grpc-python-to-rust, grpc-rust-to-python,
+watch (default: all; watch needs --lens)";
 
 const SCENARIOS: &[&str] = &[
     "nccl",
     "ray",
     "http-python-first",
     "http-rust-first",
+    "grpc-python-to-rust",
+    "grpc-rust-to-python",
     "watch",
 ];
 
@@ -140,30 +148,37 @@ async fn main() -> ExitCode {
         }
         results.push(checks);
     }
-    for (name, direction) in [
-        ("http-python-first", http::Direction::PythonFirst),
-        ("http-rust-first", http::Direction::RustFirst),
+    /// The scenarios that run a Python service or peer of their own.
+    enum Live {
+        Http(http::Direction),
+        Grpc(grpc::Direction),
+    }
+    for (name, live) in [
+        (
+            "http-python-first",
+            Live::Http(http::Direction::PythonFirst),
+        ),
+        ("http-rust-first", Live::Http(http::Direction::RustFirst)),
+        (
+            "grpc-python-to-rust",
+            Live::Grpc(grpc::Direction::PythonToRust),
+        ),
+        (
+            "grpc-rust-to-python",
+            Live::Grpc(grpc::Direction::RustToPython),
+        ),
     ] {
         if !wanted(name) {
             continue;
         }
-        let mut checks = Checks::new(if direction == http::Direction::PythonFirst {
-            "http-python-first"
-        } else {
-            "http-rust-first"
-        });
-        let run = match scenario_dir(&options.out, name) {
-            Ok(out) => http::run(
-                &options.python,
-                &options.scripts,
-                &out,
-                direction,
-                None,
-                &mut checks,
-            )
-            .await
-            .map(drop),
-            Err(e) => Err(e),
+        let mut checks = Checks::new(name);
+        let (python, scripts) = (&options.python, &options.scripts);
+        let run = match (scenario_dir(&options.out, name), live) {
+            (Ok(out), Live::Http(d)) => http::run(python, scripts, &out, d, None, &mut checks)
+                .await
+                .map(drop),
+            (Ok(out), Live::Grpc(d)) => grpc::run(python, scripts, &out, d, &mut checks).await,
+            (Err(e), _) => Err(e),
         };
         if let Err(e) = run {
             checks.fail("scenario could not finish", e);
@@ -225,13 +240,13 @@ fn report(results: &[Checks], started: Instant) -> ExitCode {
         started.elapsed().as_secs_f64()
     );
     println!(
-        "  {:<18} {:>6} {:>6} {:>6} {:>8}",
+        "  {:<20} {:>6} {:>6} {:>6} {:>8}",
         "scenario", "passed", "failed", "spans", "contexts"
     );
     let (mut passed, mut failed) = (0, 0);
     for r in results {
         println!(
-            "  {:<18} {:>6} {:>6} {:>6} {:>8}",
+            "  {:<20} {:>6} {:>6} {:>6} {:>8}",
             r.scenario(),
             r.passed(),
             r.failures().len(),

@@ -11,8 +11,7 @@ use lens_tonic::{
 };
 use opentelemetry::Context;
 use opentelemetry::propagation::TextMapPropagator;
-use opentelemetry::trace::{TraceContextExt, Tracer, TracerProvider as _};
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+use opentelemetry::trace::{TraceContextExt, Tracer};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -62,11 +61,11 @@ fn args(i: usize) -> Generate {
 }
 
 pub(crate) async fn run(oracle: &mut PythonProcess, checks: &mut Checks, out: &Path) -> Result<()> {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    let tracer = provider.tracer("lens-interop");
+    let spans::Recording {
+        exporter,
+        provider,
+        tracer,
+    } = spans::Recording::new();
 
     let python_drivers = python_to_rust(oracle, checks, &tracer).await?;
     let rust_drivers = rust_to_python(oracle, checks, &tracer)?;

@@ -1,9 +1,11 @@
 //! Finished spans of both languages in one shape, read from and written to JSON files.
 
 use std::path::Path;
+use std::time::UNIX_EPOCH;
 
-use opentelemetry::trace::{SpanId, SpanKind};
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry::trace::{SpanId, SpanKind, Status};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracer, SdkTracerProvider, SpanData};
 use serde::{Deserialize, Serialize};
 
 use crate::check::Checks;
@@ -34,6 +36,12 @@ pub(crate) struct SpanRecord {
     pub(crate) parent_is_remote: Option<bool>,
     #[serde(default)]
     pub(crate) attributes: serde_json::Map<String, serde_json::Value>,
+    /// The span status: `UNSET`, `OK` or `ERROR`.
+    #[serde(default)]
+    pub(crate) status: String,
+    /// When the span ended, nanoseconds since the Unix epoch (both sides read the same clock).
+    #[serde(default)]
+    pub(crate) end_unix_nano: u64,
 }
 
 impl SpanRecord {
@@ -66,11 +74,52 @@ impl SpanRecord {
                     )
                 })
                 .collect(),
+            status: match span.status {
+                Status::Unset => "UNSET",
+                Status::Ok => "OK",
+                Status::Error { .. } => "ERROR",
+            }
+            .to_owned(),
+            end_unix_nano: span
+                .end_time
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
         }
+    }
+
+    /// The attribute `key` as text (Rust values are written as text; Python's as JSON).
+    pub(crate) fn attribute(&self, key: &str) -> Option<String> {
+        self.attributes.get(key).map(|v| match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
     }
 
     pub(crate) fn is(&self, side: Side, kind: &str) -> bool {
         self.side == side && self.kind == kind
+    }
+}
+
+/// A tracer provider of the harness that keeps finished spans in memory, and its tracer
+/// (scope `lens-interop`).
+pub(crate) struct Recording {
+    pub(crate) exporter: InMemorySpanExporter,
+    pub(crate) provider: SdkTracerProvider,
+    pub(crate) tracer: SdkTracer,
+}
+
+impl Recording {
+    pub(crate) fn new() -> Self {
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let tracer = provider.tracer("lens-interop");
+        Recording {
+            exporter,
+            provider,
+            tracer,
+        }
     }
 }
 

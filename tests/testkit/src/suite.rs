@@ -16,17 +16,22 @@
 //!   headers it received;
 //! - the filter skips the requests that carry the header [`SKIP_HEADER`]; with [`Setup::named`]
 //!   every span is named [`SPAN_NAME`]; with [`Setup::hooks`] the request hook adds
-//!   [`REQUEST_ATTRIBUTE`] = `true` and the response hook [`RESPONSE_ATTRIBUTE`] = `true`.
+//!   [`REQUEST_ATTRIBUTE`] = `true` and the response hook [`RESPONSE_ATTRIBUTE`] = `true`;
+//! - with [`Setup::classified`] the harness's classifier (the macro's last argument) calls the
+//!   caller's error (HTTP 404, gRPC `NOT_FOUND`) a failure with `error.type` [`CLASSIFIED_ERROR`]
+//!   and nothing else one, and the failure hook adds [`FAILURE_ATTRIBUTE`] = the `error.type`.
 
 /// Sets the suite's knobs on an adapter (they have the same names in every adapter): the random
-/// flag on new traces, `filter`, and as [`Setup`] says the span name and the attribute hooks.
+/// flag on new traces, `filter`, and as [`Setup`] says the span name, the attribute hooks, and
+/// the classifier `classifier` with the failure hook.
 ///
 /// ```text
-/// let layer = lens_testkit::suite_knobs!(ServerLayer::new().with_tracer(t), setup, |req| ...);
+/// let layer = lens_testkit::suite_knobs!(ServerLayer::new().with_tracer(t), setup, |req| ...,
+///     |status: &StatusCode| ...);
 /// ```
 #[macro_export]
 macro_rules! suite_knobs {
-    ($adapter:expr, $setup:expr, $filter:expr) => {{
+    ($adapter:expr, $setup:expr, $filter:expr, $classifier:expr) => {{
         let setup: $crate::suite::Setup = $setup;
         let mut adapter = $adapter
             .with_random_flag_on_new_traces(setup.random_flag_on_new_traces)
@@ -46,6 +51,16 @@ macro_rules! suite_knobs {
                     span.set_attribute($crate::__otel::KeyValue::new(
                         $crate::suite::RESPONSE_ATTRIBUTE,
                         true,
+                    ))
+                });
+        }
+        if setup.classified {
+            adapter = adapter
+                .with_classifier($classifier)
+                .with_on_failure(|failure, span| {
+                    span.set_attribute($crate::__otel::KeyValue::new(
+                        $crate::suite::FAILURE_ATTRIBUTE,
+                        failure.error_type.clone(),
                     ))
                 });
         }
@@ -72,6 +87,10 @@ pub const SPAN_NAME: &str = "suite-span";
 pub const REQUEST_ATTRIBUTE: &str = "suite.request";
 /// The attribute the response hook adds.
 pub const RESPONSE_ATTRIBUTE: &str = "suite.response";
+/// The `error.type` the classifier of [`Setup::classified`] gives the caller's error.
+pub const CLASSIFIED_ERROR: &str = "suite-classified";
+/// The attribute the failure hook of [`Setup::classified`] adds: the failure's `error.type`.
+pub const FAILURE_ATTRIBUTE: &str = "suite.failure";
 
 /// The W3C example trace.
 pub const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -98,6 +117,8 @@ pub struct Setup {
     pub named: bool,
     /// Install the request and response attribute hooks.
     pub hooks: bool,
+    /// Install the suite's classifier (the caller's error is the only failure) and failure hook.
+    pub classified: bool,
 }
 
 impl Default for Setup {
@@ -107,6 +128,7 @@ impl Default for Setup {
             random_flag_on_new_traces: true,
             named: false,
             hooks: false,
+            classified: false,
         }
     }
 }
@@ -419,44 +441,65 @@ pub async fn run<H: Harness>(harness: &H) {
         assert_eq!(seen.header(scenario, "tracestate"), None, "{scenario}");
     }
 
-    // Error classification.
-    for respond in [
-        Respond::Ok,
-        Respond::CallerError,
-        Respond::ServerError,
-        Respond::Panic,
-    ] {
-        if !harness.supports(respond) {
-            continue;
-        }
-        let scenario = format!("classification of {respond:?}");
-        let mut call = Call::new(vec![traceparent("01")]);
-        call.respond = respond;
-        let seen = harness.run(Setup::default(), call, 1).await;
-        let span = seen.one(&scenario);
-        let error = match respond {
-            Respond::Ok => false,
-            Respond::CallerError => side == Side::Client,
-            _ => true,
-        };
-        assert_eq!(
-            matches!(span.status, Status::Error { .. }),
-            error,
-            "{scenario}: status {:?}",
-            span.status
-        );
-        assert_eq!(
-            attr(span, "error.type").is_some(),
-            error,
-            "{scenario}: {:?}",
-            span.attributes
-        );
-        if respond == Respond::Panic {
+    // Error classification: the adapter's default classifier, then a classifier of the user's
+    // (the caller's error is the only failure, under its own `error.type`) with a failure hook,
+    // which runs on every failure, a panic's too.
+    for classified in [false, true] {
+        for respond in [
+            Respond::Ok,
+            Respond::CallerError,
+            Respond::ServerError,
+            Respond::Panic,
+        ] {
+            if !harness.supports(respond) {
+                continue;
+            }
+            let scenario =
+                format!("classification of {respond:?} (user's classifier: {classified})");
+            let mut call = Call::new(vec![traceparent("01")]);
+            call.respond = respond;
+            let setup = Setup {
+                classified,
+                ..Setup::default()
+            };
+            let seen = harness.run(setup, call, 1).await;
+            let span = seen.one(&scenario);
+            let text = |key: &str| attr(span, key).map(|v| v.as_str().into_owned());
+            let error = match (respond, classified) {
+                (Respond::Ok, _) => false,
+                (Respond::Panic, _) => true,
+                (Respond::CallerError, true) => true,
+                (Respond::CallerError, false) => side == Side::Client,
+                (_, classified) => !classified,
+            };
             assert_eq!(
-                attr(span, "error.type").map(|v| v.as_str().into_owned()),
-                Some("panic".to_owned()),
-                "{scenario}"
+                matches!(span.status, Status::Error { .. }),
+                error,
+                "{scenario}: status {:?}",
+                span.status
             );
+            assert_eq!(
+                text("error.type").is_some(),
+                error,
+                "{scenario}: {:?}",
+                span.attributes
+            );
+            let named = match respond {
+                Respond::Panic => Some("panic"),
+                Respond::CallerError if classified => Some(CLASSIFIED_ERROR),
+                _ => None,
+            };
+            if let Some(named) = named {
+                assert_eq!(text("error.type").as_deref(), Some(named), "{scenario}");
+            }
+            if classified {
+                assert_eq!(
+                    text(FAILURE_ATTRIBUTE),
+                    text("error.type"),
+                    "{scenario}: {:?}",
+                    span.attributes
+                );
+            }
         }
     }
 

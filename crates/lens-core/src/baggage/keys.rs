@@ -8,17 +8,16 @@
 //! ([`Key::from_static_str`]) and costs no allocation.
 //!
 //! The table is bounded whatever peers send: [`SLOTS`] slots, each set once to the first key of
-//! at most [`MAX_KEPT_KEY`] bytes that hashes to it, within the process-wide
-//! [`STATIC_TEXT_BUDGET`](crate::semconv::STATIC_TEXT_BUDGET). A slot held by another key, a
-//! longer key, or a spent budget only means the key is copied, as opentelemetry does. Reading
-//! a slot is an atomic load: no lock once it is set.
+//! at most [`MAX_KEPT_KEY`] bytes that hashes to it (4 KiB in all). The table is a `static`
+//! that owns its keys: nothing is leaked, the text is `'static` because the table is. A slot held
+//! by another key or a longer key only means the key is copied, as opentelemetry does. Reading a
+//! slot is an atomic load: no lock once it is set.
 
 use std::sync::OnceLock;
 
 use opentelemetry::Key;
 
 use super::index::KeyIndex;
-use crate::semconv::keep_static;
 
 /// Slots in the table.
 const SLOTS: usize = 64;
@@ -26,7 +25,10 @@ const SLOTS: usize = 64;
 /// Longest key the table keeps.
 const MAX_KEPT_KEY: usize = 64;
 
-static KEPT: [OnceLock<&'static str>; SLOTS] = [const { OnceLock::new() }; SLOTS];
+/// A table of kept keys.
+type Table = [OnceLock<Box<str>>; SLOTS];
+
+static KEPT: Table = [const { OnceLock::new() }; SLOTS];
 
 /// `key` as an opentelemetry [`Key`]: borrowed from the table when it holds this key (its slot
 /// is set to it now when still free), else a copy.
@@ -39,24 +41,23 @@ pub(crate) fn otel_key(key: &str) -> Key {
 
 /// `table`'s copy of `key`, when its slot holds it or can take it.
 #[inline]
-fn kept(table: &[OnceLock<&'static str>; SLOTS], key: &str) -> Option<&'static str> {
+fn kept(table: &'static Table, key: &str) -> Option<&'static str> {
     if key.len() > MAX_KEPT_KEY {
         return None;
     }
     let slot = table.get(KeyIndex::hash(key) % SLOTS)?;
-    let kept = match slot.get() {
-        Some(kept) => *kept,
-        None => first_in_slot(slot, key)?,
+    let kept: &'static str = match slot.get() {
+        Some(kept) => kept,
+        None => first_in_slot(slot, key),
     };
     (kept == key).then_some(kept)
 }
 
-/// Sets a free slot to `key` (a thread that loses the race leaves its copy unused; the budget
-/// still bounds it) and returns what the slot holds.
+/// Sets a free slot to `key` (a thread that loses the race drops its copy) and returns what the
+/// slot holds.
 #[cold]
-fn first_in_slot(slot: &OnceLock<&'static str>, key: &str) -> Option<&'static str> {
-    let _lost = slot.set(keep_static(key)?);
-    slot.get().copied()
+fn first_in_slot(slot: &'static OnceLock<Box<str>>, key: &str) -> &'static str {
+    slot.get_or_init(|| Box::from(key))
 }
 
 #[cfg(test)]
@@ -68,7 +69,7 @@ mod tests {
     use super::{MAX_KEPT_KEY, SLOTS, kept, otel_key};
 
     /// A table of the test's own (the process-wide one is shared by every test).
-    fn table() -> &'static [OnceLock<&'static str>; SLOTS] {
+    fn table() -> &'static super::Table {
         Box::leak(Box::new([const { OnceLock::new() }; SLOTS]))
     }
 
