@@ -26,6 +26,7 @@ const CRATES: &[&str] = &[
     "lens-tonic",
     "lens-nccl",
     "lens-dist",
+    "lens-watch",
 ];
 
 fn listings_dir() -> PathBuf {
