@@ -6,7 +6,8 @@
 //! * [`collect`]: the embedded span store every provider exports into.
 //! * The waterfall (text, colour only on a terminal; JSON; a self-contained HTML page) is
 //!   lens-watch's, the one `lens watch` draws: the collector is one more source of spans
-//!   ([`crate::view::FromSdk`]).
+//!   ([`crate::view::FromSdk`]) for lens-watch's assembler, the store `lens watch` and
+//!   `lens check` fill, and the traces are printed from it as they print theirs.
 //! * [`otlp`]: `--otlp URL`, the spans sent to a collector with opentelemetry-otlp.
 #![forbid(unsafe_code)]
 
@@ -15,7 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use opentelemetry::trace::TraceId;
@@ -25,19 +26,60 @@ mod otlp;
 mod topology;
 
 use collect::{CollectedSpan, Collector};
+use lens_watch::assemble::{Assembler, Config};
 use lens_watch::render;
 
-use crate::view::{Colour, FromSdk, HOP_NAMES};
+use crate::view::{Colour, FromSdk, HOP_NAMES, Output, print_trace};
 
 /// The foot of the `--html` page.
 const HTML_FOOTER: &str = "Written by <code>lens demo --html</code>. Bars: start and duration of each span within its trace; hover a bar for its attributes.";
 
-/// The collected spans as lens-watch spans.
-fn model(spans: &[CollectedSpan]) -> Vec<lens_watch::model::Span> {
+/// The collected spans, assembled by lens-watch's assembler as `lens watch` assembles the spans
+/// it receives (the collector is one more source of spans for the same store): every trace
+/// completed now (the demo has all its spans), nothing evicted (the collector already holds
+/// them all). Returns the assembler and its traces in order of their earliest start.
+fn assemble(spans: &[CollectedSpan]) -> (Assembler, Vec<lens_watch::model::TraceId>) {
+    let mut assembler = Assembler::new(Config {
+        max_traces: usize::MAX,
+        max_spans_per_trace: usize::MAX,
+        max_spans: usize::MAX,
+        ..Config::default()
+    });
     let mut from = FromSdk::default();
-    spans
-        .iter()
-        .filter_map(|s| from.span(&s.service, &s.data))
+    assembler.insert(
+        spans.iter().filter_map(|s| from.span(&s.service, &s.data)),
+        Instant::now(),
+    );
+    let mut ids: Vec<_> = assembler
+        .flush()
+        .into_iter()
+        .filter_map(|id| {
+            let start = assembler
+                .trace(&id)?
+                .spans
+                .iter()
+                .map(|s| s.start_unix_nano)
+                .min()?;
+            Some((start, id))
+        })
+        .collect();
+    // Stable: traces that start together keep their order of arrival.
+    ids.sort_by_key(|(start, _)| *start);
+    (assembler, ids.into_iter().map(|(_, id)| id).collect())
+}
+
+/// The traces `ids` held by `assembler`, laid out.
+fn layouts<'a>(
+    assembler: &'a Assembler,
+    ids: &[lens_watch::model::TraceId],
+) -> Vec<render::Layout<'a>> {
+    ids.iter()
+        .filter_map(|id| {
+            Some(render::layout(
+                *id,
+                assembler.trace(id)?.spans.iter().collect(),
+            ))
+        })
         .collect()
 }
 use topology::{Demo, DemoError};
@@ -233,9 +275,9 @@ async fn run(options: &Options) -> bool {
     demo.flush();
     let mut ok = failures.is_empty() && all_complete;
 
-    let model = model(&spans);
-    let traces = render::layouts(&model);
-    let index = render::index(&model);
+    let (assembler, ids) = assemble(&spans);
+    let traces = layouts(&assembler, &ids);
+    let index = render::index(assembler.traces().flat_map(|(_, t)| &t.spans));
     let mut out = String::new();
     if options.json {
         match serde_json::to_string_pretty(&render::json::spans(&traces)) {
@@ -249,12 +291,14 @@ async fn run(options: &Options) -> bool {
             }
         }
     } else if options.requests == 1 {
-        let colour = options.colour.enabled();
-        for (i, trace) in traces.iter().enumerate() {
+        let output = Output::Text {
+            colour: options.colour.enabled(),
+        };
+        for (i, id) in ids.iter().enumerate() {
             if i > 0 {
                 out.push('\n');
             }
-            render::text::render(trace, &index, HOP_NAMES, colour, &mut out);
+            print_trace(&assembler, *id, output, &mut out);
         }
     } else {
         let mut complete_count = 0;
@@ -364,8 +408,8 @@ async fn send_all(
 
 /// Every trace in `ids` is present and complete (one root, every parent present).
 fn complete(spans: &[CollectedSpan], ids: &[TraceId]) -> bool {
-    let model = model(spans);
-    let traces = render::layouts(&model);
+    let (assembler, held) = assemble(spans);
+    let traces = layouts(&assembler, &held);
     ids.iter().all(|id| {
         traces
             .iter()
