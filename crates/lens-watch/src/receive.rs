@@ -4,9 +4,11 @@
 //! bounded); whoever holds the other end assembles.
 //!
 //! Bad input gets an answer, never a crash: a body over [`MAX_BODY`] bytes, or one that
-//! decompresses past it, is refused (HTTP 413, gRPC `RESOURCE_EXHAUSTED`) before it is read
-//! whole; bytes that do not decode get HTTP 400 (gRPC `INVALID_ARGUMENT`) with a message; spans
-//! with invalid ids are counted in the reply's `partial_success` and the rest is kept.
+//! decompresses past it, is refused before it is read or decompressed whole (HTTP 413; gRPC
+//! `OUT_OF_RANGE` for a message over the limit as sent, `RESOURCE_EXHAUSTED` for one that
+//! decompresses past it, both from tonic's `max_decoding_message_size`); bytes that do not
+//! decode get HTTP 400 (gRPC `INVALID_ARGUMENT`) with a message; spans with invalid ids are
+//! counted in the reply's `partial_success` and the rest is kept.
 //!
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {
@@ -182,6 +184,10 @@ pub mod grpc {
                 let mut grpc = tonic::server::Grpc::new(OtlpCodec)
                     .accept_compressed(CompressionEncoding::Gzip)
                     .send_compressed(CompressionEncoding::Gzip)
+                    // tonic 0.14 applies it twice (`tonic/src/codec/decode.rs`, `decode_chunk`):
+                    // to the frame's length header before the body is read (OUT_OF_RANGE), and
+                    // to the decompressed size, decompressing into a buffer `limit`ed to it
+                    // (RESOURCE_EXHAUSTED): a gzip bomb costs MAX_BODY bytes at most.
                     .max_decoding_message_size(MAX_BODY);
                 Ok(grpc.unary(export, request).await)
             })

@@ -433,15 +433,27 @@ impl tonic::codec::Decoder for ReplyDecoder {
     }
 }
 
+async fn grpc_channel(addr: SocketAddr) -> tonic::transport::Channel {
+    tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// `body` sent as the request message (framed, not compressed) on a new connection.
 async fn grpc_raw(
     addr: SocketAddr,
     body: Vec<u8>,
 ) -> Result<ExportTraceServiceResponse, tonic::Status> {
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    grpc_send(grpc_channel(addr).await, body).await
+}
+
+/// `body` sent as the request message on `channel`.
+async fn grpc_send(
+    channel: tonic::transport::Channel,
+    body: Vec<u8>,
+) -> Result<ExportTraceServiceResponse, tonic::Status> {
     let mut client = tonic::client::Grpc::new(channel);
     client.ready().await.unwrap();
     client
@@ -483,11 +495,133 @@ async fn grpc_a_bad_span_gets_a_partial_success_and_the_rest_is_kept() {
     assert_eq!((batch.spans.len(), batch.rejected), (1, 1));
 }
 
+/// A clean request of one span, protobuf-encoded.
+fn good_protobuf() -> Vec<u8> {
+    lens_watch::encode::to_request(
+        &lens_watch::decode::decode_json(json_request(GOOD).as_bytes())
+            .unwrap()
+            .spans,
+    )
+    .encode_to_vec()
+}
+
+/// `status` has `code` and a message that says `says`.
+fn assert_refused(status: &tonic::Status, code: tonic::Code, says: &str) {
+    assert_eq!(status.code(), code, "{status:?}");
+    assert!(status.message().contains(says), "{}", status.message());
+}
+
+/// The receiver still serves: a clean export on `channel` (the connection that was refused) and
+/// one on a new connection are both answered and delivered.
+async fn grpc_still_serves(r: &mut Receivers, channel: tonic::transport::Channel) {
+    for channel in [channel, grpc_channel(r.grpc).await] {
+        let reply = grpc_send(channel, good_protobuf()).await.unwrap();
+        assert_eq!(reply.partial_success, None);
+        assert_eq!(r.batches.recv().await.unwrap().spans.len(), 1);
+    }
+    assert!(r.batches.try_recv().is_err(), "nothing else was delivered");
+}
+
 #[tokio::test]
-async fn grpc_a_message_over_the_limit_is_refused() {
-    let r = start().await;
-    let status = grpc_raw(r.grpc, vec![0u8; MAX_BODY + 1]).await.unwrap_err();
-    assert_eq!(status.code(), tonic::Code::OutOfRange, "{status:?}");
+async fn grpc_a_message_over_the_limit_is_refused_and_the_receiver_keeps_serving() {
+    let mut r = start().await;
+    let channel = grpc_channel(r.grpc).await;
+    // tonic refuses a message by the length in its frame header, before reading its body
+    // (`tonic/src/codec/decode.rs`, `StreamingInner::decode_chunk`: `if len > limit` returns
+    // `Status::out_of_range`, with the limit set by `Grpc::max_decoding_message_size`).
+    let status = grpc_send(channel.clone(), vec![0u8; MAX_BODY + 1])
+        .await
+        .unwrap_err();
+    assert_refused(
+        &status,
+        tonic::Code::OutOfRange,
+        &format!("the limit is: {MAX_BODY} bytes"),
+    );
+    grpc_still_serves(&mut r, channel).await;
+}
+
+/// A gzip body that decompresses to `mib` MiB of zeros, built without compressing them: one MiB
+/// of zeros deflated once into a byte-aligned, non-final block (which back-references only
+/// zeros, so it can follow itself), repeated, then the final empty block. Its CRC-32 trailer is
+/// left zero: a receiver that keeps to the limit never reaches it.
+fn gzip_bomb(mib: usize) -> Vec<u8> {
+    let mut deflate = flate2::Compress::new(flate2::Compression::best(), false);
+    let mut block = Vec::with_capacity(64 * 1024);
+    let status = deflate
+        .compress_vec(&vec![0u8; 1 << 20], &mut block, flate2::FlushCompress::Full)
+        .unwrap();
+    assert_eq!((status, deflate.total_in()), (flate2::Status::Ok, 1 << 20));
+    let mut body = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+    for _ in 0..mib {
+        body.extend_from_slice(&block);
+    }
+    // The final block (fixed Huffman, end of block only), then CRC-32 and length.
+    body.extend_from_slice(&[0x03, 0x00]);
+    body.extend_from_slice(&[0; 4]);
+    body.extend_from_slice(
+        &u32::try_from((mib << 20) & 0xffff_ffff)
+            .unwrap()
+            .to_le_bytes(),
+    );
+    body
+}
+
+/// The process's peak resident memory (Linux: `VmHWM`), in bytes.
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[tokio::test]
+async fn grpc_a_gzip_bomb_is_refused_without_decompressing_it_whole() {
+    use tonic::client::GrpcService as _;
+
+    let mut r = start().await;
+    // 1 GiB of zeros in about 1 MiB of gzip.
+    let bomb = gzip_bomb(1024);
+    assert!(bomb.len() < 2 << 20, "{}", bomb.len());
+    let mut frame = vec![1u8]; // compressed, as `grpc-encoding` says
+    frame.extend_from_slice(&u32::try_from(bomb.len()).unwrap().to_be_bytes());
+    frame.extend_from_slice(&bomb);
+    drop(bomb);
+
+    let mut channel = grpc_channel(r.grpc).await;
+    let request = http::Request::post(format!("http://{}{}", r.grpc, receive::grpc::EXPORT_PATH))
+        .header("content-type", "application/grpc")
+        .header("grpc-encoding", "gzip")
+        .header("te", "trailers")
+        .body(tonic::body::Body::new(http_body_util::Full::new(
+            bytes::Bytes::from(frame),
+        )))
+        .unwrap();
+    let before = peak_rss();
+    std::future::poll_fn(|cx| channel.poll_ready(cx))
+        .await
+        .unwrap();
+    let response = channel.call(request).await.unwrap();
+    let after = peak_rss();
+    // An error before any message: the status is in the headers (a trailers-only response).
+    assert_eq!(response.status(), 200);
+    let status = tonic::Status::from_header_map(response.headers()).unwrap();
+    // tonic decompresses into a buffer limited to the decoding limit and stops there
+    // (`tonic/src/codec/decode.rs`, `decode_chunk`: `decompress_buf.limit(limit)`; a full buffer is
+    // `WriteZero`, answered `Status::resource_exhausted`): at most MAX_BODY bytes of the GiB.
+    assert_refused(
+        &status,
+        tonic::Code::ResourceExhausted,
+        &format!("size limit, of {MAX_BODY} bytes"),
+    );
+    // Decompressed whole, the GiB would have raised the peak by at least that much.
+    if let (Some(before), Some(after)) = (before, after) {
+        assert!(
+            after - before < 512 << 20,
+            "peak memory rose by {} MiB",
+            (after - before) >> 20
+        );
+    }
+    grpc_still_serves(&mut r, channel).await;
 }
 
 #[tokio::test]
