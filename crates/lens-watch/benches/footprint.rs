@@ -8,7 +8,9 @@
 //!   OTLP/HTTP receivers, which decode and hand them to an assembling task; 200 timed exports per
 //!   transport after 20 warm-up ones; printed as the 50th, 95th and 99th percentile. Beside them,
 //!   the floor: the same exports over OTLP/HTTP to a server that reads the body and answers at
-//!   once, decoding nothing (what the SDK's own encoding and the loopback cost).
+//!   once, decoding nothing (what the SDK's own encoding and the loopback cost), and to one that
+//!   answers after a prost decode of the body (the least a reply that says which spans were
+//!   rejected costs when it decodes the request first).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -26,6 +28,7 @@ use opentelemetry::trace::{
     TracerProvider as _,
 };
 use opentelemetry_otlp::WithExportConfig as _;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter as _};
 use prost::Message as _;
@@ -194,19 +197,33 @@ async fn export_latency() {
         assembler.stats()
     });
 
-    // The floor: a server that takes the body and answers, decoding nothing.
+    // The floor: a server that takes the body and answers, decoding nothing; and on
+    // `/decode/v1/traces`, the same after a prost decode of the body (what any reply that has
+    // decoded the request, to say which spans it rejected, costs at least).
     let floor = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let floor_addr = floor.local_addr().unwrap();
-    let discard = axum::Router::new().route(
-        "/v1/traces",
-        axum::routing::post(|body: axum::body::Bytes| async move {
-            std::hint::black_box(body.len());
-            (
-                [("content-type", "application/x-protobuf")],
-                Vec::<u8>::new(),
-            )
-        }),
-    );
+    let discard = axum::Router::new()
+        .route(
+            "/v1/traces",
+            axum::routing::post(|body: axum::body::Bytes| async move {
+                std::hint::black_box(body.len());
+                (
+                    [("content-type", "application/x-protobuf")],
+                    Vec::<u8>::new(),
+                )
+            }),
+        )
+        .route(
+            "/decode/v1/traces",
+            axum::routing::post(|body: axum::body::Bytes| async move {
+                let request = ExportTraceServiceRequest::decode(&body[..]).unwrap();
+                std::hint::black_box(request.resource_spans.len());
+                (
+                    [("content-type", "application/x-protobuf")],
+                    Vec::<u8>::new(),
+                )
+            }),
+        );
     tokio::spawn(receive::http::serve(floor, discard, std::future::pending()));
 
     let batch = sdk_batch();
@@ -214,6 +231,7 @@ async fn export_latency() {
         "grpc",
         "http/protobuf",
         "http/protobuf (floor: no decoding)",
+        "http/protobuf (floor + prost decode)",
     ] {
         let builder = opentelemetry_otlp::SpanExporter::builder();
         let exporter = if transport == "grpc" {
@@ -222,15 +240,15 @@ async fn export_latency() {
                 .with_endpoint(format!("http://{grpc_addr}"))
                 .build()
         } else {
-            let addr = if transport == "http/protobuf" {
-                http_addr
-            } else {
-                floor_addr
+            let endpoint = match transport {
+                "http/protobuf" => format!("http://{http_addr}/v1/traces"),
+                "http/protobuf (floor: no decoding)" => format!("http://{floor_addr}/v1/traces"),
+                _ => format!("http://{floor_addr}/decode/v1/traces"),
             };
             builder
                 .with_http()
                 .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-                .with_endpoint(format!("http://{addr}/v1/traces"))
+                .with_endpoint(endpoint)
                 .build()
         };
         let exporter = exporter.unwrap();
