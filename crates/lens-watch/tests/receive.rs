@@ -624,17 +624,22 @@ async fn grpc_a_gzip_bomb_is_refused_without_decompressing_it_whole() {
     grpc_still_serves(&mut r, channel).await;
 }
 
-#[tokio::test]
-async fn a_large_gzip_body_is_decoded_whole() {
-    let mut r = start().await;
-    // Over the size decoded on a blocking thread, compressed and not.
+/// An OTLP/JSON request of 600 spans with long names (over 100 KiB).
+fn large_json_request() -> String {
     let spans: Vec<String> = (0..600)
         .map(|i| {
             GOOD.replace("00f067aa0ba902b7", &format!("{:016x}", i + 1))
                 .replace("\"ok\"", &format!("\"{}\"", "x".repeat(200)))
         })
         .collect();
-    let body = json_request(&spans.join(","));
+    json_request(&spans.join(","))
+}
+
+#[tokio::test]
+async fn a_large_gzip_body_is_decoded_whole() {
+    let mut r = start().await;
+    // Over the size decoded on a blocking thread, compressed and not.
+    let body = large_json_request();
     assert!(body.len() > 100 * 1024);
     for encoding in [None, Some("gzip")] {
         let bytes = match encoding {
@@ -645,4 +650,25 @@ async fn a_large_gzip_body_is_decoded_whole() {
         assert_eq!((status, reply.as_slice()), (200, &b"{}"[..]));
         assert_eq!(r.batches.recv().await.unwrap().spans.len(), 600);
     }
+}
+
+#[tokio::test]
+async fn grpc_a_large_request_is_decoded_whole_and_large_garbage_is_invalid_argument() {
+    let mut r = start().await;
+    // Over the size decoded on a blocking thread, with one bad span among 600.
+    let batch = lens_watch::decode::decode_json(large_json_request().as_bytes()).unwrap();
+    let mut request = lens_watch::encode::to_request(&batch.spans);
+    let mut bad = request.resource_spans[0].scope_spans[0].spans[0].clone();
+    bad.span_id.truncate(3);
+    request.resource_spans[0].scope_spans[0].spans.push(bad);
+    let body = request.encode_to_vec();
+    assert!(body.len() > 100 * 1024, "{}", body.len());
+    let reply = grpc_raw(r.grpc, body).await.unwrap();
+    assert_eq!(reply.partial_success.unwrap().rejected_spans, 1);
+    let batch = r.batches.recv().await.unwrap();
+    assert_eq!((batch.spans.len(), batch.rejected), (600, 1));
+
+    let status = grpc_raw(r.grpc, vec![0xff; 100 * 1024]).await.unwrap_err();
+    assert_refused(&status, tonic::Code::InvalidArgument, "OTLP/protobuf");
+    assert!(r.batches.try_recv().is_err());
 }
