@@ -148,6 +148,15 @@ impl ServerLayer {
         self.options_mut().set_active_requests(on);
         self
     }
+
+    /// With metrics on, also records `http.server.response.body.size` (opt-in in the semantic
+    /// conventions; off by default): the bytes of the response body actually sent, counted
+    /// frame by frame (streaming bodies included; not the `Content-Length` header), recorded
+    /// when the span ends.
+    pub fn with_body_sizes(mut self, on: bool) -> Self {
+        self.options_mut().set_body_sizes(on);
+        self
+    }
 }
 
 lens_span::span_knobs!(

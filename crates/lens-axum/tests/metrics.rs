@@ -343,3 +343,54 @@ async fn series_stay_bounded_under_random_requests() {
     let total: f64 = points.iter().map(|p| p.value).sum();
     assert_eq!(total, 10_000.0);
 }
+
+/// `http.server.response.body.size` (opt-in) counts the bytes actually sent: a streaming body
+/// without `Content-Length` in full, and one dropped mid-stream up to where it stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn body_sizes_count_the_bytes_sent() {
+    let metrics = Metrics::new();
+    let router = Router::new()
+        .route("/fixed", get(|| async { "user" }))
+        .route(
+            "/stream",
+            get(|| async {
+                let chunks =
+                    ["abc", "defgh"].map(|c| Ok::<_, Infallible>(Bytes::from_static(c.as_bytes())));
+                Body::from_stream(futures_util::stream::iter(chunks))
+            }),
+        )
+        .route(
+            "/cut",
+            get(|| async {
+                let first =
+                    futures_util::stream::iter([Ok::<_, Infallible>(Bytes::from_static(b"first"))]);
+                Body::from_stream(first.chain(futures_util::stream::pending()))
+            }),
+        )
+        .layer(
+            ServerLayer::new()
+                .with_meter(metrics.meter("test"))
+                .with_body_sizes(true),
+        );
+    let get = |path: &str| Request::get(path).body(Body::empty()).unwrap();
+    for path in ["/fixed", "/stream"] {
+        let res = router.clone().oneshot(get(path)).await.unwrap();
+        res.into_body().collect().await.unwrap();
+    }
+    let res = router.clone().oneshot(get("/cut")).await.unwrap();
+    assert_eq!(res.headers().get("content-length"), None);
+    let mut body = res.into_body();
+    body.frame().await.unwrap().unwrap();
+    drop(body);
+
+    let sizes = metrics.series("http.server.response.body.size");
+    assert_eq!(sizes.len(), 3, "{sizes:#?}");
+    for p in &sizes {
+        assert_eq!(p.unit, "By");
+        assert_eq!(p.value, 1.0, "one request per route");
+    }
+    let sum = |route: &str| one(&sizes, |p| p.get("http.route") == Some(route)).sum;
+    assert_eq!(sum("/fixed"), 4.0);
+    assert_eq!(sum("/stream"), 8.0);
+    assert_eq!(sum("/cut"), 5.0);
+}

@@ -19,7 +19,7 @@ use opentelemetry_semantic_conventions::attribute::ERROR_TYPE;
 
 use crate::Propagation;
 use crate::classify::{Classify, Failure, Outcome};
-use crate::metrics::{CallMetrics, Instruments, Recorder};
+use crate::metrics::{CallMetrics, Instruments, OptIn, Recorder};
 
 /// What the hooks of one adapter see: its view of a request and of a response, and what its
 /// classifier sees. Each adapter names its own (`RequestInfo`, `reqwest::Request`, ...).
@@ -114,16 +114,14 @@ struct MetricsConfig {
     scope: (&'static str, &'static str),
     kind: Option<Instruments>,
     meter: Option<opentelemetry::metrics::Meter>,
-    active_requests: bool,
+    opt_in: OptIn,
     recorder: Option<Arc<Recorder>>,
 }
 
 impl MetricsConfig {
     fn rebuild(&mut self) {
         self.recorder = match (self.kind, &self.meter) {
-            (Some(kind), Some(meter)) => {
-                Some(Arc::new(Recorder::new(kind, meter, self.active_requests)))
-            }
+            (Some(kind), Some(meter)) => Some(Arc::new(Recorder::new(kind, meter, self.opt_in))),
             _ => None,
         };
     }
@@ -184,7 +182,7 @@ impl<A: Adapter, P> SpanOptions<A, P> {
                 scope: ("lens-span", env!("CARGO_PKG_VERSION")),
                 kind: None,
                 meter: None,
-                active_requests: false,
+                opt_in: OptIn::default(),
                 recorder: None,
             },
         }
@@ -225,7 +223,15 @@ impl<A: Adapter, P> SpanOptions<A, P> {
     /// Whether servers also record `http.server.active_requests` (opt-in, off by default;
     /// only with a meter).
     pub fn set_active_requests(&mut self, on: bool) {
-        self.metrics.active_requests = on;
+        self.metrics.opt_in.active_requests = on;
+        self.metrics.rebuild();
+    }
+
+    /// Whether servers also record `http.server.response.body.size` (opt-in, off by default;
+    /// only with a meter): the bytes of the response body actually sent
+    /// ([`LiveSpan::add_body_bytes`]), streaming bodies included.
+    pub fn set_body_sizes(&mut self, on: bool) {
+        self.metrics.opt_in.body_sizes = on;
         self.metrics.rebuild();
     }
 
@@ -600,6 +606,15 @@ impl LiveSpan {
             metrics.set(&attribute);
         }
         self.cx.span().set_attribute(attribute);
+    }
+
+    /// `n` more bytes of the response body went out (counted for the body-size metric, when it
+    /// is on).
+    #[inline]
+    pub fn add_body_bytes(&mut self, n: usize) {
+        if let Some(metrics) = &mut self.metrics {
+            metrics.add_body_bytes(n);
+        }
     }
 
     /// Records `outcome`: on a failure, `error.type` (on the span and the call's metrics) and

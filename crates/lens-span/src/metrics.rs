@@ -105,6 +105,8 @@ pub(crate) struct Recorder {
     /// Milliseconds (RPC before the opt-in).
     duration_ms: Option<Histogram<f64>>,
     active: Option<UpDownCounter<i64>>,
+    /// Bytes of response bodies (servers, opt-in).
+    response_size: Option<Histogram<u64>>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -112,6 +114,7 @@ impl std::fmt::Debug for Recorder {
         f.debug_struct("Recorder")
             .field("kind", &self.kind)
             .field("active_requests", &self.active.is_some())
+            .field("body_sizes", &self.response_size.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -136,7 +139,7 @@ fn milliseconds(meter: &Meter, name: &'static str, description: &'static str) ->
 
 #[allow(deprecated)] // the legacy RPC instruments
 impl Recorder {
-    pub(crate) fn new(kind: Instruments, meter: &Meter, active_requests: bool) -> Self {
+    pub(crate) fn new(kind: Instruments, meter: &Meter, opt_in: OptIn) -> Self {
         let (duration, duration_ms) = match kind {
             Instruments::HttpServer => (
                 Some(seconds(
@@ -187,7 +190,15 @@ impl Recorder {
                 }),
             ),
         };
-        let active = (active_requests && kind == Instruments::HttpServer).then(|| {
+        let server = kind == Instruments::HttpServer;
+        let response_size = (opt_in.body_sizes && server).then(|| {
+            meter
+                .u64_histogram(names::HTTP_SERVER_RESPONSE_BODY_SIZE)
+                .with_unit("By")
+                .with_description("Size of HTTP server response bodies.")
+                .build()
+        });
+        let active = (opt_in.active_requests && server).then(|| {
             meter
                 .i64_up_down_counter(names::HTTP_SERVER_ACTIVE_REQUESTS)
                 .with_unit("{request}")
@@ -199,8 +210,16 @@ impl Recorder {
             duration,
             duration_ms,
             active,
+            response_size,
         }
     }
+}
+
+/// The instruments the conventions make opt-in.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct OptIn {
+    pub(crate) active_requests: bool,
+    pub(crate) body_sizes: bool,
 }
 
 /// The metric attributes of one call, kept inline (no allocation per call beyond the box that
@@ -247,6 +266,8 @@ pub(crate) struct CallMetrics {
     attributes: Attributes,
     /// `http.server.active_requests` was incremented with these.
     active: Option<[KeyValue; 2]>,
+    /// Response body bytes sent so far.
+    body_bytes: u64,
 }
 
 impl CallMetrics {
@@ -275,6 +296,7 @@ impl CallMetrics {
             start: Instant::now(),
             attributes: kept,
             active,
+            body_bytes: 0,
         })
     }
 
@@ -282,6 +304,13 @@ impl CallMetrics {
     pub(crate) fn set(&mut self, kv: &KeyValue) {
         if self.recorder.kind.keeps(&kv.key) {
             self.attributes.set(&kv.key, &kv.value);
+        }
+    }
+
+    /// `n` more bytes of the response body went out.
+    pub(crate) fn add_body_bytes(&mut self, n: usize) {
+        if self.recorder.response_size.is_some() {
+            self.body_bytes = self.body_bytes.saturating_add(n as u64);
         }
     }
 
@@ -297,6 +326,9 @@ impl CallMetrics {
         }
         if let Some(histogram) = &self.recorder.duration_ms {
             histogram.record(elapsed * 1000.0, attributes);
+        }
+        if let Some(histogram) = &self.recorder.response_size {
+            histogram.record(self.body_bytes, attributes);
         }
         if let (Some(counter), Some(pair)) = (&self.recorder.active, &self.active) {
             let n = pair.iter().filter(|kv| !kv.key.as_str().is_empty()).count();

@@ -28,6 +28,8 @@ pub struct Point {
     pub attributes: BTreeMap<String, String>,
     /// Histograms: the number of values; sums: the value.
     pub value: f64,
+    /// Histograms: the sum of the values; sums: the value.
+    pub sum: f64,
     /// Histograms: the bucket boundaries.
     pub bounds: Vec<f64>,
 }
@@ -77,6 +79,7 @@ impl Metrics {
             for metric in scope_metrics.metrics() {
                 let point = |attributes: &mut dyn Iterator<Item = &opentelemetry::KeyValue>,
                              value: f64,
+                             sum: f64,
                              bounds: Vec<f64>| Point {
                     name: metric.name().to_owned(),
                     unit: metric.unit().to_owned(),
@@ -85,6 +88,7 @@ impl Metrics {
                         .map(|kv| (kv.key.to_string(), kv.value.to_string()))
                         .collect(),
                     value,
+                    sum,
                     bounds,
                 };
                 match metric.data() {
@@ -93,13 +97,25 @@ impl Metrics {
                             points.push(point(
                                 &mut p.attributes(),
                                 p.count() as f64,
+                                p.sum(),
+                                p.bounds().collect(),
+                            ));
+                        }
+                    }
+                    AggregatedMetrics::U64(MetricData::Histogram(h)) => {
+                        for p in h.data_points() {
+                            points.push(point(
+                                &mut p.attributes(),
+                                p.count() as f64,
+                                p.sum() as f64,
                                 p.bounds().collect(),
                             ));
                         }
                     }
                     AggregatedMetrics::I64(MetricData::Sum(sum)) => {
                         for p in sum.data_points() {
-                            points.push(point(&mut p.attributes(), p.value() as f64, Vec::new()));
+                            let value = p.value() as f64;
+                            points.push(point(&mut p.attributes(), value, value, Vec::new()));
                         }
                     }
                     other => panic!("unexpected data for {}: {other:?}", metric.name()),
