@@ -49,7 +49,7 @@ pub enum Instruments {
 }
 
 /// At most this many attributes per data point: the largest set (`rpc/dup` on a client) is 9.
-const MAX_ATTRIBUTES: usize = 10;
+const MAX_ATTRIBUTES: usize = 9;
 
 #[allow(deprecated)] // the legacy RPC keys
 impl Instruments {
@@ -259,13 +259,25 @@ impl Attributes {
     }
 }
 
+/// The attributes of `http.server.active_requests` among `attributes` (no allocation: their
+/// values are static text).
+fn active_attributes(attributes: &Attributes) -> ([KeyValue; 2], usize) {
+    let mut pair = [KeyValue::new("", false), KeyValue::new("", false)];
+    let mut n = 0;
+    for kv in attributes.as_slice() {
+        if Instruments::keeps_active(&kv.key) && n < pair.len() {
+            pair[n] = kv.clone();
+            n += 1;
+        }
+    }
+    (pair, n)
+}
+
 /// What one call records when its span ends.
 pub(crate) struct CallMetrics {
     recorder: Arc<Recorder>,
     start: Instant,
     attributes: Attributes,
-    /// `http.server.active_requests` was incremented with these.
-    active: Option<[KeyValue; 2]>,
     /// Response body bytes sent so far.
     body_bytes: u64,
 }
@@ -279,23 +291,14 @@ impl CallMetrics {
                 kept.set(&kv.key, &kv.value);
             }
         }
-        let active = recorder.active.as_ref().map(|counter| {
-            let mut pair = [KeyValue::new("", false), KeyValue::new("", false)];
-            let mut n = 0;
-            for kv in kept.as_slice() {
-                if Instruments::keeps_active(&kv.key) && n < 2 {
-                    pair[n] = kv.clone();
-                    n += 1;
-                }
-            }
+        if let Some(counter) = &recorder.active {
+            let (pair, n) = active_attributes(&kept);
             counter.add(1, &pair[..n]);
-            pair
-        });
+        }
         Box::new(CallMetrics {
             recorder: Arc::clone(recorder),
             start: Instant::now(),
             attributes: kept,
-            active,
             body_bytes: 0,
         })
     }
@@ -330,8 +333,10 @@ impl CallMetrics {
         if let Some(histogram) = &self.recorder.response_size {
             histogram.record(self.body_bytes, attributes);
         }
-        if let (Some(counter), Some(pair)) = (&self.recorder.active, &self.active) {
-            let n = pair.iter().filter(|kv| !kv.key.as_str().is_empty()).count();
+        if let Some(counter) = &self.recorder.active {
+            // The method and the scheme are set when the call starts and never change: the
+            // same series as the increment.
+            let (pair, n) = active_attributes(&self.attributes);
             counter.add(-1, &pair[..n]);
         }
     }
@@ -366,5 +371,56 @@ impl CallMetrics {
             kvs[i..].rotate_left(1);
             self.attributes.len -= 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_set_again_is_replaced_and_the_set_stays_bounded() {
+        let mut attributes = Attributes::new();
+        let key = Key::from_static_str(attr::HTTP_RESPONSE_STATUS_CODE);
+        attributes.set(&key, &Value::I64(200));
+        attributes.set(&key, &Value::I64(503));
+        assert_eq!(attributes.as_slice().len(), 1);
+        assert_eq!(
+            attributes.get(attr::HTTP_RESPONSE_STATUS_CODE),
+            Some(&Value::I64(503))
+        );
+        for i in 0..2 * MAX_ATTRIBUTES {
+            attributes.set(&Key::new(format!("k{i}")), &Value::I64(0));
+        }
+        assert_eq!(attributes.as_slice().len(), MAX_ATTRIBUTES);
+    }
+
+    #[test]
+    fn each_kind_keeps_its_conventions_keys_only() {
+        let keeps = |kind: Instruments, key: &'static str| kind.keeps(&Key::from_static_str(key));
+        let rpc = RpcConventions::DUPLICATE;
+        for key in [
+            attr::URL_PATH,
+            attr::URL_FULL,
+            attr::URL_QUERY,
+            attr::CLIENT_ADDRESS,
+            attr::USER_AGENT_ORIGINAL,
+            attr::HTTP_REQUEST_METHOD_ORIGINAL,
+        ] {
+            for kind in [
+                Instruments::HttpServer,
+                Instruments::HttpClient,
+                Instruments::RpcServer(rpc),
+                Instruments::RpcClient(rpc),
+            ] {
+                assert!(!keeps(kind, key), "{kind:?} {key}");
+            }
+        }
+        assert!(keeps(Instruments::HttpServer, attr::HTTP_ROUTE));
+        assert!(!keeps(Instruments::HttpServer, attr::SERVER_ADDRESS));
+        assert!(keeps(Instruments::HttpClient, attr::SERVER_ADDRESS));
+        assert!(!keeps(Instruments::RpcServer(rpc), attr::SERVER_PORT));
+        assert!(keeps(Instruments::RpcClient(rpc), attr::SERVER_PORT));
+        assert!(keeps(Instruments::RpcServer(rpc), attr::ERROR_TYPE));
     }
 }
