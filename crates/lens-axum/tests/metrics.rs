@@ -202,8 +202,18 @@ async fn active_requests_return_to_zero_on_every_path_out() {
     let first = body.frame().await.unwrap().unwrap();
     assert_eq!(first.into_data().unwrap(), "first");
     assert_eq!(active(&metrics), [("GET".to_owned(), 1.0)]);
+    // The duration ends with the span, not with the response head: nothing recorded yet.
+    let stream_durations = || {
+        metrics
+            .series(DURATION)
+            .into_iter()
+            .filter(|p| p.get("http.route") == Some("/stream"))
+            .count()
+    };
+    assert_eq!(stream_durations(), 0);
     drop(body);
     assert_eq!(active(&metrics), [("GET".to_owned(), 0.0)]);
+    assert_eq!(stream_durations(), 1);
 
     // A request cancelled before its response: the future is polled, then dropped.
     let mut pending = Box::pin(router.clone().oneshot(get("/hang")));
