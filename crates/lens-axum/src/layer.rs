@@ -16,6 +16,7 @@ use lens_core::policy::InboundPolicy;
 use lens_core::traceresponse::{TRACERESPONSE_HEADER, TraceResponse};
 use lens_span::classify::{HttpServerErrors, Outcome};
 use lens_span::httpconv::known_http_method;
+use lens_span::metrics::Instruments;
 use lens_span::redact::redacted_query;
 use lens_span::{
     Adapter, AtLastFrame, LiveSpan, Responder, SpanOptions, TracedBody, httpconv, poll_in,
@@ -115,11 +116,12 @@ impl ServerLayer {
     /// provider as it is when this is called (install the provider first, or use
     /// [`ServerLayer::with_tracer`]) and lens's process-wide propagator.
     pub fn new() -> Self {
-        let options = SpanOptions::global(
+        let mut options = SpanOptions::global(
             "lens-axum",
             env!("CARGO_PKG_VERSION"),
             InboundPolicy::trust_all(),
         );
+        options.set_instruments(Instruments::HttpServer);
         let config = Arc::new(Config {
             options,
             traceresponse: false,
@@ -135,6 +137,24 @@ impl ServerLayer {
     /// and span id to every traced response. Off by default.
     pub fn with_traceresponse(mut self, on: bool) -> Self {
         Arc::make_mut(&mut self.config).traceresponse = on;
+        self
+    }
+
+    /// With metrics on (`with_meter`, `with_global_meter`), also records
+    /// `http.server.active_requests` (opt-in in the semantic conventions; off by default):
+    /// incremented when a request starts, decremented when its span ends, whichever way
+    /// (response body sent, error, panic, request or response dropped).
+    pub fn with_active_requests(mut self, on: bool) -> Self {
+        self.options_mut().set_active_requests(on);
+        self
+    }
+
+    /// With metrics on, also records `http.server.response.body.size` (opt-in in the semantic
+    /// conventions; off by default): the bytes of the response body actually sent, counted
+    /// frame by frame (streaming bodies included; not the `Content-Length` header), recorded
+    /// when the span ends.
+    pub fn with_body_sizes(mut self, on: bool) -> Self {
+        self.options_mut().set_body_sizes(on);
         self
     }
 }
@@ -258,12 +278,12 @@ where
         let mut inner = this.inner;
         // A panicking handler still ends its span (status Error, `error.type` = `panic`).
         let result = ready!(poll_in(this.span, true, || inner.as_mut().poll(task)));
-        let span = this.span.take();
+        let mut span = this.span.take();
         match result {
             Ok(mut res) => {
-                if let (Some(span), Some(responder)) = (&span, this.responder.as_ref()) {
+                if let (Some(span), Some(responder)) = (&mut span, this.responder.as_ref()) {
                     let status = res.status();
-                    span.span().set_attribute(httpconv::status_code(status));
+                    span.set_attribute(httpconv::status_code(status));
                     let info = ResponseInfo {
                         status,
                         headers: res.headers(),

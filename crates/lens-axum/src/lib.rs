@@ -42,7 +42,8 @@
 //! lens-reqwest and lens-tonic; [`ServerLayer`] has the same knobs under the same names as their
 //! adapters (`with_tracer`, `with_propagator`, `with_global_propagator`, `with_inbound_policy`,
 //! `with_filter`, `with_span_name`, `with_random_flag_on_new_traces`,
-//! `with_request_attributes`, `with_response_attributes`, `with_classifier`, `with_on_failure`).
+//! `with_request_attributes`, `with_response_attributes`, `with_classifier`, `with_on_failure`,
+//! `with_meter`, `with_global_meter`).
 //!
 //! What counts as an error is the classifier's: by default 5xx ([`HttpServerErrors`]), for
 //! example 404s as errors too:
@@ -55,6 +56,28 @@
 //!     _ => HttpServerErrors.classify(status),
 //! });
 //! # let _ = layer;
+//! ```
+//!
+//! Request metrics (semantic conventions 1.42: `http.server.request.duration`, opt-in
+//! `http.server.active_requests` and `http.server.response.body.size`) are off by default; turn
+//! them on with `with_meter` or `with_global_meter` (docs/metrics.md):
+//!
+//! ```
+//! use axum::{Router, routing::get};
+//! use lens_axum::ServerLayer;
+//! use opentelemetry::metrics::MeterProvider as _;
+//! use opentelemetry_sdk::metrics::SdkMeterProvider;
+//!
+//! let meters = SdkMeterProvider::builder().build(); // with your reader or exporter
+//! let app: Router = Router::new()
+//!     .route("/users/{id}", get(|| async { "hello" }))
+//!     .layer(
+//!         ServerLayer::new()
+//!             .with_meter(meters.meter("my-service"))
+//!             .with_active_requests(true)
+//!             .with_body_sizes(true),
+//!     );
+//! # let _ = app;
 //! ```
 //!
 //! `client.address` and [`InboundPolicy::trust_private_networks`](lens_core::policy::InboundPolicy::trust_private_networks)

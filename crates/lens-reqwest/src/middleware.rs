@@ -109,7 +109,8 @@ impl ClientMiddleware {
     /// [`ClientMiddleware::with_tracer`]) and lens's process-wide propagator.
     pub fn new() -> Self {
         let policy = OutboundPolicy::send_everywhere();
-        let options = SpanOptions::global("lens-reqwest", env!("CARGO_PKG_VERSION"), policy);
+        let mut options = SpanOptions::global("lens-reqwest", env!("CARGO_PKG_VERSION"), policy);
+        options.set_instruments(lens_span::metrics::Instruments::HttpClient);
         Self::from_config(Config {
             options,
             urls: UrlMemo::default(),
@@ -244,14 +245,14 @@ impl Future for Attempt<'_> {
         let this = &mut *self;
         let inner = &mut this.inner;
         let result = ready!(poll_in(&mut this.span, true, || inner.as_mut().poll(task)));
-        if let Some(span) = this.span.take() {
+        if let Some(mut span) = this.span.take() {
             match &result {
                 Ok(res) => {
                     let status = res.status();
-                    span.span().set_attribute(httpconv::status_code(status));
+                    span.set_attribute(httpconv::status_code(status));
                     // The user's classifier, else the conventions' (4xx and 5xx), then the hooks.
                     this.responder
-                        .respond(&span, &status, res, &HttpClientErrors);
+                        .respond(&mut span, &status, res, &HttpClientErrors);
                 }
                 Err(err) => span.record(Outcome::failure(error_type(err), err.to_string())),
             }

@@ -4,6 +4,7 @@ use std::fmt;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll, ready};
 
+use bytes::Buf;
 use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
@@ -89,6 +90,9 @@ impl<B: Body, H: BodyEnd> Body for TracedBody<B, H> {
         let result = ready!(poll_in(this.span, attach, || inner.as_mut().poll_frame(cx)));
         match &result {
             Some(Ok(frame)) => {
+                if let (Some(data), Some(span)) = (frame.data_ref(), this.span.as_mut()) {
+                    span.add_body_bytes(data.remaining());
+                }
                 if let Some(trailers) = frame.trailers_ref()
                     && let Some(span) = this.span.take()
                 {

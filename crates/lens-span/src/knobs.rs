@@ -5,7 +5,7 @@
 /// `fn options_mut(&mut self) -> &mut lens_span::SpanOptions<A, P>`:
 /// `with_tracer`, `with_propagator`, `with_global_propagator`, `with_random_flag_on_new_traces`,
 /// `with_filter`, `with_span_name`, `with_request_attributes`, `with_response_attributes`,
-/// `with_classifier`, `with_on_failure`, and the policy knob named in the call
+/// `with_classifier`, `with_on_failure`, `with_meter`, `with_global_meter`, and the policy knob named in the call
 /// (`with_inbound_policy` or `with_outbound_policy`); and `Default` as the type's `new()`.
 ///
 /// ```text
@@ -125,6 +125,22 @@ macro_rules! span_knobs {
                 C: $crate::classify::Classify<$status> + Send + Sync + 'static,
             {
                 self.options_mut().set_classifier(classifier);
+                self
+            }
+
+            /// Records the request metrics of the semantic conventions (the call's duration,
+            /// recorded when its span ends; docs/metrics.md) with `meter`. Off by default: without
+            /// a meter nothing is built per request.
+            pub fn with_meter(mut self, meter: $crate::__private::Meter) -> Self {
+                self.options_mut().set_meter(meter);
+                self
+            }
+
+            /// Records the request metrics with the adapter's meter (its scope, crate version
+            /// and the conventions' schema URL) from the global meter provider as it is now
+            /// (install the provider first, or use `with_meter`).
+            pub fn with_global_meter(mut self) -> Self {
+                self.options_mut().set_global_meter();
                 self
             }
 

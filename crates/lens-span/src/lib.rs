@@ -44,8 +44,9 @@
 //! assert!(traced);
 //! // Classify (the user's classifier, else the adapter's default) and end.
 //! let status = http::StatusCode::NOT_FOUND;
-//! span.span().set_attribute(httpconv::status_code(status));
-//! options.responder().respond(&span, &status, &status, &HttpServerErrors);
+//! let mut span = span;
+//! span.set_attribute(httpconv::status_code(status));
+//! options.responder().respond(&mut span, &status, &status, &HttpServerErrors);
 //! span.end();
 //!
 //! let spans = exporter.get_finished_spans().unwrap();
@@ -75,6 +76,7 @@ pub mod classify;
 pub mod httpconv;
 mod knobs;
 mod lifecycle;
+pub mod metrics;
 mod propagation;
 pub mod redact;
 pub mod rpc;
@@ -91,5 +93,6 @@ pub use propagation::{HeaderInjector, Propagation};
 pub mod __private {
     pub use lens_core::W3cPropagator;
     pub use opentelemetry::KeyValue;
+    pub use opentelemetry::metrics::Meter;
     pub use opentelemetry::trace::{SpanRef, Tracer};
 }

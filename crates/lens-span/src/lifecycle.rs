@@ -19,6 +19,7 @@ use opentelemetry_semantic_conventions::attribute::ERROR_TYPE;
 
 use crate::Propagation;
 use crate::classify::{Classify, Failure, Outcome};
+use crate::metrics::{CallMetrics, Instruments, OptIn, Recorder};
 
 /// What the hooks of one adapter see: its view of a request and of a response, and what its
 /// classifier sees. Each adapter names its own (`RequestInfo`, `reqwest::Request`, ...).
@@ -103,6 +104,27 @@ pub struct SpanOptions<A: Adapter, P> {
     request_attributes: Option<Arc<RequestAttributesFn<A>>>,
     responder: Responder<A>,
     on_failure: Option<Arc<OnFailureFn>>,
+    metrics: MetricsConfig,
+}
+
+/// The metrics knobs: the adapter's kind of call, the meter (none: metrics off), the opt-ins,
+/// and the instruments built from them.
+#[derive(Clone, Debug)]
+struct MetricsConfig {
+    scope: (&'static str, &'static str),
+    kind: Option<Instruments>,
+    meter: Option<opentelemetry::metrics::Meter>,
+    opt_in: OptIn,
+    recorder: Option<Arc<Recorder>>,
+}
+
+impl MetricsConfig {
+    fn rebuild(&mut self) {
+        self.recorder = match (self.kind, &self.meter) {
+            (Some(kind), Some(meter)) => Some(Arc::new(Recorder::new(kind, meter, self.opt_in))),
+            _ => None,
+        };
+    }
 }
 
 impl<A: Adapter, P: Clone> Clone for SpanOptions<A, P> {
@@ -117,6 +139,7 @@ impl<A: Adapter, P: Clone> Clone for SpanOptions<A, P> {
             request_attributes: self.request_attributes.clone(),
             responder: self.responder.clone(),
             on_failure: self.on_failure.clone(),
+            metrics: self.metrics.clone(),
         }
     }
 }
@@ -132,6 +155,7 @@ impl<A: Adapter, P: fmt::Debug> fmt::Debug for SpanOptions<A, P> {
             .field("request_attributes", &self.request_attributes.is_some())
             .field("responder", &self.responder)
             .field("on_failure", &self.on_failure.is_some())
+            .field("metrics", &self.metrics.recorder)
             .finish_non_exhaustive()
     }
 }
@@ -154,13 +178,61 @@ impl<A: Adapter, P> SpanOptions<A, P> {
             request_attributes: None,
             responder: Responder::default(),
             on_failure: None,
+            metrics: MetricsConfig {
+                scope: ("lens-span", env!("CARGO_PKG_VERSION")),
+                kind: None,
+                meter: None,
+                opt_in: OptIn::default(),
+                recorder: None,
+            },
         }
     }
 
     /// [`SpanOptions::new`] with the tracer of scope `name`, `version` (and the conventions'
     /// schema URL) from the global tracer provider as it is now: every adapter's default.
+    /// [`SpanOptions::set_global_meter`] takes its meter from the same scope.
     pub fn global(name: &'static str, version: &'static str, policy: P) -> Self {
-        Self::new(crate::scope::global_tracer(name, version), policy)
+        let mut options = Self::new(crate::scope::global_tracer(name, version), policy);
+        options.metrics.scope = (name, version);
+        options
+    }
+
+    /// The instruments this adapter records once a meter is set (none until the adapter says:
+    /// its calls then record no metrics).
+    pub fn set_instruments(&mut self, kind: Instruments) {
+        self.metrics.kind = Some(kind);
+        self.metrics.rebuild();
+    }
+
+    /// Records request metrics with `meter` (off by default): the duration of each call,
+    /// recorded when its span ends ([`crate::metrics`]).
+    pub fn set_meter(&mut self, meter: opentelemetry::metrics::Meter) {
+        self.metrics.meter = Some(meter);
+        self.metrics.rebuild();
+    }
+
+    /// Records request metrics with the meter of the adapter's scope (its name, version and the
+    /// conventions' schema URL) from the global meter provider as it is now.
+    pub fn set_global_meter(&mut self) {
+        let (name, version) = self.metrics.scope;
+        self.set_meter(opentelemetry::global::meter_with_scope(
+            crate::scope::scope(name, version),
+        ));
+    }
+
+    /// Whether servers also record `http.server.active_requests` (opt-in, off by default;
+    /// only with a meter).
+    pub fn set_active_requests(&mut self, on: bool) {
+        self.metrics.opt_in.active_requests = on;
+        self.metrics.rebuild();
+    }
+
+    /// Whether servers also record `http.server.response.body.size` (opt-in, off by default;
+    /// only with a meter): the bytes of the response body actually sent
+    /// ([`LiveSpan::add_body_bytes`]), streaming bodies included.
+    pub fn set_body_sizes(&mut self, on: bool) {
+        self.metrics.opt_in.body_sizes = on;
+        self.metrics.rebuild();
     }
 
     /// Starts spans with `tracer`.
@@ -284,11 +356,22 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         }
     }
 
+    /// The metrics of a call starting now with the adapter's `attributes` (before the hook's):
+    /// nothing without a meter.
     #[inline]
-    fn live(&self, cx: Context) -> LiveSpan {
+    fn call_metrics(&self, attributes: &[KeyValue]) -> Option<Box<CallMetrics>> {
+        self.metrics
+            .recorder
+            .as_ref()
+            .map(|recorder| CallMetrics::start(recorder, attributes))
+    }
+
+    #[inline]
+    fn live(&self, cx: Context, metrics: Option<Box<CallMetrics>>) -> LiveSpan {
         LiveSpan {
             cx,
             on_failure: self.on_failure.clone(),
+            metrics,
         }
     }
 
@@ -304,6 +387,7 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         mut attributes: Vec<KeyValue>,
         inbound: InboundContext,
     ) -> LiveSpan {
+        let metrics = self.call_metrics(&attributes);
         let name = self.name_and_attributes(request, default_name, &mut attributes);
         let mut builder = builder(name, SpanKind::Server, attributes);
         if let Some(link) = inbound.link {
@@ -312,6 +396,7 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         self.live(
             self.tracer
                 .start(builder, &inbound.parent, self.random_flag_on_new_traces),
+            metrics,
         )
     }
 
@@ -326,12 +411,16 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         mut attributes: Vec<KeyValue>,
         parent: &Context,
     ) -> LiveSpan {
+        let metrics = self.call_metrics(&attributes);
         let name = self.name_and_attributes(request, default_name, &mut attributes);
-        self.live(self.tracer.start(
-            builder(name, SpanKind::Client, attributes),
-            parent,
-            self.random_flag_on_new_traces,
-        ))
+        self.live(
+            self.tracer.start(
+                builder(name, SpanKind::Client, attributes),
+                parent,
+                self.random_flag_on_new_traces,
+            ),
+            metrics,
+        )
     }
 }
 
@@ -427,7 +516,7 @@ impl<A: Adapter> Responder<A> {
     /// Records `outcome` on `span` ([`LiveSpan::record`]: the failure hook runs on a failure),
     /// then runs the response-attribute hook on `response`.
     #[inline]
-    pub fn record(&self, span: &LiveSpan, outcome: Outcome, response: &A::Response<'_>) {
+    pub fn record(&self, span: &mut LiveSpan, outcome: Outcome, response: &A::Response<'_>) {
         span.record(outcome);
         if let Some(hook) = self
             .hooks
@@ -442,7 +531,7 @@ impl<A: Adapter> Responder<A> {
     #[inline]
     pub fn respond<D>(
         &self,
-        span: &LiveSpan,
+        span: &mut LiveSpan,
         status: &A::Status,
         response: &A::Response<'_>,
         default: &D,
@@ -468,9 +557,13 @@ fn builder(name: Cow<'static, str>, kind: SpanKind, attributes: Vec<KeyValue>) -
 /// called or when it is dropped (the response was dropped, the call cancelled), whichever comes
 /// first, so that every path ends it exactly once. Made only by the lifecycle
 /// ([`SpanOptions::start_server`], [`SpanOptions::start_client`], [`in_span`]).
+///
+/// With metrics on ([`SpanOptions::set_meter`]), the call's duration is recorded when the span
+/// ends, with the metric attributes the adapter set ([`LiveSpan::set_attribute`], `error.type`).
 pub struct LiveSpan {
     cx: Context,
     on_failure: Option<Arc<OnFailureFn>>,
+    metrics: Option<Box<CallMetrics>>,
 }
 
 impl fmt::Debug for LiveSpan {
@@ -478,6 +571,7 @@ impl fmt::Debug for LiveSpan {
         f.debug_struct("LiveSpan")
             .field("span", &self.cx.span().span_context())
             .field("on_failure", &self.on_failure.is_some())
+            .field("metrics", &self.metrics.is_some())
             .finish()
     }
 }
@@ -505,14 +599,38 @@ impl LiveSpan {
         f()
     }
 
-    /// Records `outcome`: on a failure, `error.type` and status Error, then the failure hook.
-    pub fn record(&self, outcome: Outcome) {
+    /// Sets `attribute` on the span, and on the call's metrics when it is one of theirs (a
+    /// response status code).
+    pub fn set_attribute(&mut self, attribute: KeyValue) {
+        if let Some(metrics) = &mut self.metrics {
+            metrics.set(&attribute);
+        }
+        self.cx.span().set_attribute(attribute);
+    }
+
+    /// `n` more bytes of the response body went out (counted for the body-size metric, when it
+    /// is on).
+    #[inline]
+    pub fn add_body_bytes(&mut self, n: usize) {
+        if let Some(metrics) = &mut self.metrics {
+            metrics.add_body_bytes(n);
+        }
+    }
+
+    /// Records `outcome`: on a failure, `error.type` (on the span and the call's metrics) and
+    /// status Error, then the failure hook.
+    pub fn record(&mut self, outcome: Outcome) {
         if let Outcome::Failure {
             error_type,
             description,
         } = outcome
         {
+            let error_type = KeyValue::new(ERROR_TYPE, error_type);
+            if let Some(metrics) = &mut self.metrics {
+                metrics.set(&error_type);
+            }
             let span = self.cx.span();
+            let error_type = error_type.value;
             span.set_attribute(KeyValue::new(ERROR_TYPE, error_type.clone()));
             if let Some(hook) = &self.on_failure {
                 hook(
@@ -528,7 +646,7 @@ impl LiveSpan {
     }
 
     /// Records `outcome` and ends the span.
-    pub fn end_with(self, outcome: Outcome) {
+    pub fn end_with(mut self, outcome: Outcome) {
         self.record(outcome);
     }
 
@@ -538,6 +656,10 @@ impl LiveSpan {
 
 impl Drop for LiveSpan {
     fn drop(&mut self) {
+        // The metrics first: whoever sees the span ended sees its duration recorded.
+        if let Some(metrics) = self.metrics.take() {
+            metrics.end();
+        }
         self.cx.span().end();
     }
 }
@@ -612,6 +734,7 @@ where
         span: Some(LiveSpan {
             cx,
             on_failure: None,
+            metrics: None,
         }),
     }
 }

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use http::{HeaderMap, Uri};
+use lens_span::metrics::Instruments;
 use lens_span::rpc::RpcConventions;
 use lens_span::{Adapter, SpanOptions};
 use opentelemetry::{KeyValue, Value};
@@ -64,6 +65,8 @@ pub(crate) struct CallConfig<P> {
     pub(crate) options: SpanOptions<Grpc, P>,
     pub(crate) conventions: RpcConventions,
     pub(crate) server: Option<(Arc<str>, u16)>,
+    /// The side's instruments under given conventions.
+    pub(crate) instruments: fn(RpcConventions) -> Instruments,
 }
 
 impl<P: Clone> Clone for CallConfig<P> {
@@ -72,6 +75,7 @@ impl<P: Clone> Clone for CallConfig<P> {
             options: self.options.clone(),
             conventions: self.conventions,
             server: self.server.clone(),
+            instruments: self.instruments,
         }
     }
 }
@@ -79,11 +83,16 @@ impl<P: Clone> Clone for CallConfig<P> {
 impl<P> CallConfig<P> {
     /// Spans from the global tracer provider (scope `lens-tonic`, this crate's version, the
     /// conventions' schema URL), conventions from `OTEL_SEMCONV_STABILITY_OPT_IN`.
-    pub(crate) fn new(policy: P) -> Self {
+    pub(crate) fn new(policy: P, instruments: fn(RpcConventions) -> Instruments) -> Self {
+        let conventions = RpcConventions::from_env();
+        let mut options =
+            SpanOptions::global(crate::TRACER_NAME, env!("CARGO_PKG_VERSION"), policy);
+        options.set_instruments(instruments(conventions));
         CallConfig {
-            options: SpanOptions::global(crate::TRACER_NAME, env!("CARGO_PKG_VERSION"), policy),
-            conventions: RpcConventions::from_env(),
+            options,
+            conventions,
             server: None,
+            instruments,
         }
     }
 
@@ -169,6 +178,9 @@ macro_rules! layer_and_service {
                 conventions: lens_span::rpc::RpcConventions,
             ) -> Self {
                 self.config.conventions = conventions;
+                self.config
+                    .options
+                    .set_instruments((self.config.instruments)(conventions));
                 self
             }
         }

@@ -7,6 +7,7 @@ use std::task::{Context as TaskContext, Poll};
 use lens_core::W3cPropagator;
 use lens_core::policy::{OutboundDecision, OutboundPolicy};
 use lens_span::httpconv::split_host_port;
+use lens_span::metrics::Instruments;
 use lens_span::{FilterDecision, HeaderInjector, Propagation};
 use opentelemetry::Context;
 use opentelemetry::propagation::Injector;
@@ -177,7 +178,7 @@ impl ClientLayer {
     /// conventions `OTEL_SEMCONV_STABILITY_OPT_IN` names now.
     pub fn new() -> Self {
         ClientLayer {
-            config: CallConfig::new(OutboundPolicy::send_everywhere()),
+            config: CallConfig::new(OutboundPolicy::send_everywhere(), Instruments::RpcClient),
         }
     }
 

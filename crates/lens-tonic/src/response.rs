@@ -51,12 +51,9 @@ impl CallEnd {
     /// the conventions, `error.type` and status Error when the classifier (the user's, else the
     /// side's) counts the code as an error (a failure without a description gets the code's and
     /// the `grpc-message`), then the response hook.
-    fn finish(&self, span: LiveSpan, code: Code, metadata: &HeaderMap) {
-        {
-            let span_ref = span.span();
-            for attribute in self.conventions.status_attributes(code as i32) {
-                span_ref.set_attribute(attribute);
-            }
+    fn finish(&self, mut span: LiveSpan, code: Code, metadata: &HeaderMap) {
+        for attribute in self.conventions.status_attributes(code as i32) {
+            span.set_attribute(attribute);
         }
         let outcome = match self.responder.outcome(&code, &self.side) {
             Outcome::Failure {
@@ -74,7 +71,7 @@ impl CallEnd {
             outcome => outcome,
         };
         self.responder
-            .record(&span, outcome, &ResponseInfo { code, metadata });
+            .record(&mut span, outcome, &ResponseInfo { code, metadata });
     }
 
     /// The end of an untraced call's body (it has no span to end).

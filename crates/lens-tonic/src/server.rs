@@ -7,6 +7,7 @@ use std::task::{Context as TaskContext, Poll};
 
 use lens_core::policy::InboundPolicy;
 use lens_span::httpconv::split_host_port;
+use lens_span::metrics::Instruments;
 use opentelemetry::KeyValue;
 use tower_service::Service;
 
@@ -53,7 +54,7 @@ impl ServerLayer {
     /// conventions `OTEL_SEMCONV_STABILITY_OPT_IN` names now.
     pub fn new() -> Self {
         ServerLayer {
-            config: CallConfig::new(InboundPolicy::trust_all()),
+            config: CallConfig::new(InboundPolicy::trust_all(), Instruments::RpcServer),
         }
     }
 }

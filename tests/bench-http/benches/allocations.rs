@@ -1,7 +1,8 @@
 //! `cargo bench -p lens-bench-http --bench allocations`: heap allocations per request (count and
 //! bytes, every thread included: the batch span processor's exports are part of the cost) of
 //! lens's axum layer and reqwest middleware beside the span floor and the peers
-//! (opentelemetry-instrumentation-tower, axum-tracing-opentelemetry), measured by a counting
+//! (opentelemetry-instrumentation-tower, axum-tracing-opentelemetry; lens and
+//! opentelemetry-instrumentation-tower also with metrics on), measured by a counting
 //! global allocator over the socket-free drivers of `support/drivers.rs` (every span sampled,
 //! batch span processor into a discarding exporter). Prints one line per driver, and what each
 //! adds to the bare service.
@@ -111,9 +112,13 @@ fn main() {
     let mut axum = drivers::axum_drivers(&provider);
     let mut reqwest = drivers::reqwest_drivers(&provider);
     let mut floors = drivers::span_floor_drivers(&provider);
+    let meters = drivers::meter_provider();
+    axum.extend(drivers::axum_metrics_drivers(&provider, &meters));
+    reqwest.push(drivers::reqwest_metrics_driver(&provider, &meters));
     let mut peers = [
         drivers::instrumentation_tower_driver(&provider),
         drivers::axum_tracing_opentelemetry_driver(),
+        drivers::instrumentation_tower_metrics_driver(&provider, &meters),
     ];
     // (group, bare driver, traced drivers)
     let (axum_bare, axum_lens) = axum.split_at_mut(1);
@@ -159,4 +164,5 @@ fn main() {
         }
     }
     let _ = provider.shutdown();
+    let _ = meters.shutdown();
 }

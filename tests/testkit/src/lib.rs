@@ -23,6 +23,8 @@
 //!   [`check_context`] / [`check_extract`] against the vectors' descriptions.
 //! - [`active_context`]: the Context a case's `input.active` describes (with real SDK spans).
 //! - [`fixtures`]: the span contexts and baggage the tests and benches use again and again.
+//! - [`metrics`]: a meter provider with the SDK's in-memory metric exporter, and the data points
+//!   it collected, per instrument (the metrics part of every adapter's suite).
 //! - [`order`]: the balanced order in which A/B comparisons run their arms.
 //! - [`suite`]: the behaviour suite every adapter crate runs (one list of scenarios and checks).
 //!
@@ -36,6 +38,7 @@
 pub mod active;
 pub mod describe;
 pub mod fixtures;
+pub mod metrics;
 pub mod order;
 pub mod recorder;
 pub mod suite;

@@ -334,3 +334,79 @@ pub(crate) fn axum_tracing_opentelemetry_driver() -> Driver {
             .layer(axum_tracing_opentelemetry::middleware::OtelAxumLayer::default()),
     )
 }
+
+/// A meter provider that records but never exports during a run (a periodic reader at its
+/// default 60 s interval into the SDK's in-memory exporter): the cost of recording alone.
+#[allow(dead_code)]
+pub(crate) fn meter_provider() -> opentelemetry_sdk::metrics::SdkMeterProvider {
+    opentelemetry_sdk::metrics::SdkMeterProvider::builder()
+        .with_reader(
+            opentelemetry_sdk::metrics::PeriodicReader::builder(
+                opentelemetry_sdk::metrics::InMemoryMetricExporter::default(),
+            )
+            .build(),
+        )
+        .build()
+}
+
+/// lens's axum layer with metrics on: the duration alone, then with the opt-in active requests
+/// and body size.
+#[allow(dead_code)]
+pub(crate) fn axum_metrics_drivers(
+    provider: &SdkTracerProvider,
+    meters: &opentelemetry_sdk::metrics::SdkMeterProvider,
+) -> Vec<Driver> {
+    use opentelemetry::metrics::MeterProvider as _;
+    let layer = || {
+        HttpServerLayer::new()
+            .with_tracer(provider.tracer("bench"))
+            .with_meter(meters.meter("bench"))
+    };
+    vec![
+        axum_driver("axum_lens_layer_metrics", hello().layer(layer())),
+        axum_driver(
+            "axum_lens_layer_metrics_all",
+            hello().layer(layer().with_active_requests(true).with_body_sizes(true)),
+        ),
+    ]
+}
+
+/// lens's reqwest middleware with metrics on.
+#[allow(dead_code)]
+pub(crate) fn reqwest_metrics_driver(
+    provider: &SdkTracerProvider,
+    meters: &opentelemetry_sdk::metrics::SdkMeterProvider,
+) -> Driver {
+    use opentelemetry::metrics::MeterProvider as _;
+    use opentelemetry::trace::Tracer as _;
+    let tracer = provider.tracer("bench-client");
+    let parent = Context::new().with_span(tracer.start("parent"));
+    let lens = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(
+            ClientMiddleware::new()
+                .with_tracer(tracer)
+                .with_meter(meters.meter("bench")),
+        )
+        .with(Answer)
+        .build();
+    reqwest_driver("reqwest_lens_middleware_metrics", lens, parent)
+}
+
+/// opentelemetry-instrumentation-tower with traces and metrics on (its metrics go to the global
+/// meter provider, set here to `meters`).
+#[allow(dead_code)]
+pub(crate) fn instrumentation_tower_metrics_driver(
+    provider: &SdkTracerProvider,
+    meters: &opentelemetry_sdk::metrics::SdkMeterProvider,
+) -> Driver {
+    opentelemetry::global::set_tracer_provider(provider.clone());
+    opentelemetry::global::set_meter_provider(meters.clone());
+    let layer = opentelemetry_instrumentation_tower::http::server::LayerBuilder::builder()
+        .with_metrics(true)
+        .build()
+        .unwrap_or_else(|e| panic!("opentelemetry-instrumentation-tower layer: {e}"));
+    axum_driver(
+        "axum_otel_instrumentation_tower_metrics",
+        hello().layer(layer),
+    )
+}

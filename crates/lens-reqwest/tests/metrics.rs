@@ -1,0 +1,139 @@
+//! `http.client.request.duration` (semantic conventions 1.42), one per attempt, through
+//! opentelemetry_sdk's in-memory metric exporter.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::net::SocketAddr;
+
+use axum::http::StatusCode;
+use axum::{Router, routing::get};
+use lens_reqwest::ClientMiddleware;
+use lens_testkit::metrics::{DURATION_BUCKETS_S, Metrics, Point};
+use reqwest_middleware::ClientBuilder;
+
+const DURATION: &str = "http.client.request.duration";
+
+async fn serve(router: Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    addr
+}
+
+fn one(points: &[Point], status: Option<&str>) -> Point {
+    let found: Vec<&Point> = points
+        .iter()
+        .filter(|p| p.get("http.response.status_code") == status)
+        .collect();
+    assert_eq!(found.len(), 1, "{points:#?}");
+    found[0].clone()
+}
+
+/// Method (`_OTHER` for an unknown one), `server.address`, `server.port`, the status code,
+/// `error.type` on 4xx, 5xx (the code) and transport failures (its kind); never `url.full`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duration_per_attempt_with_the_conventions_attributes() {
+    let addr = serve(
+        Router::new()
+            .route("/ok", get(|| async { "ok" }))
+            .route("/boom", get(|| async { (StatusCode::BAD_GATEWAY, "boom") })),
+    )
+    .await;
+    let metrics = Metrics::new();
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(ClientMiddleware::new().with_meter(metrics.meter("test")))
+        .build();
+    for path in ["/ok?secret=1", "/ok?secret=2", "/missing", "/boom"] {
+        client
+            .get(format!("http://{addr}{path}"))
+            .send()
+            .await
+            .unwrap();
+    }
+    let brew = reqwest::Method::from_bytes(b"BREW").unwrap();
+    client
+        .request(brew, format!("http://{addr}/ok"))
+        .send()
+        .await
+        .unwrap();
+    // A port nothing listens on: a connect failure.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    assert!(
+        client
+            .get(format!("http://{closed}/"))
+            .send()
+            .await
+            .is_err()
+    );
+
+    let points = metrics.series(DURATION);
+    assert_eq!(points.len(), 5, "{points:#?}");
+    for p in &points {
+        assert_eq!(p.unit, "s");
+        assert_eq!(p.bounds, DURATION_BUCKETS_S);
+        assert_eq!(p.get("server.address"), Some("127.0.0.1"));
+        assert_eq!(p.get("url.full"), None);
+        assert_eq!(p.get("http.request.method_original"), None);
+    }
+    let ok = points
+        .iter()
+        .find(|p| {
+            p.get("http.response.status_code") == Some("200")
+                && p.get("http.request.method") == Some("GET")
+        })
+        .unwrap();
+    assert_eq!(ok.value, 2.0);
+    assert_eq!(
+        ok.get("server.port"),
+        Some(addr.port().to_string().as_str())
+    );
+    assert_eq!(ok.get("error.type"), None);
+    let other = points
+        .iter()
+        .find(|p| p.get("http.request.method") == Some("_OTHER"))
+        .unwrap();
+    assert_eq!(other.value, 1.0);
+    assert_eq!(one(&points, Some("404")).get("error.type"), Some("404"));
+    assert_eq!(one(&points, Some("502")).get("error.type"), Some("502"));
+    let failed = one(&points, None);
+    assert_eq!(failed.get("error.type"), Some("connect"));
+    assert_eq!(
+        failed.get("server.port"),
+        Some(closed.port().to_string().as_str())
+    );
+}
+
+/// Without a meter, nothing: a global meter provider alone does not turn metrics on;
+/// `with_global_meter` records under lens-reqwest's scope.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn off_by_default_and_the_global_meter_has_the_adapters_scope() {
+    let addr = serve(Router::new().route("/ok", get(|| async { "ok" }))).await;
+    let metrics = Metrics::new();
+    opentelemetry::global::set_meter_provider(metrics.provider().clone());
+    for middleware in [
+        ClientMiddleware::new(),
+        ClientMiddleware::new().with_global_meter(),
+    ] {
+        ClientBuilder::new(reqwest::Client::new())
+            .with(middleware)
+            .build()
+            .get(format!("http://{addr}/ok"))
+            .send()
+            .await
+            .unwrap();
+    }
+    let points = metrics.series(DURATION);
+    assert_eq!(points.len(), 1, "{points:#?}");
+    assert_eq!(points[0].value, 1.0);
+    assert_eq!(points[0].scope.0, "lens-reqwest");
+    assert_eq!(
+        points[0].scope.1.as_deref(),
+        Some(env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(
+        points[0].scope.2.as_deref(),
+        Some(lens_span::scope::SCHEMA_URL)
+    );
+}
