@@ -212,10 +212,10 @@ fn print_outcomes(outcomes: &[Outcome]) {
                 b.map_or_else(unknown, |v| v.to_string())
             )
         };
-        let last = g.last_new.map_or_else(
-            || "none".to_string(),
-            |(unit, at)| format!("{at:.0} (#{unit})"),
-        );
+        let when = |last: Option<(u64, f64)>| {
+            last.map_or_else(|| "-".to_string(), |(_, at)| format!("{at:.0}"))
+        };
+        let last = format!("{}/{}", when(g.last_cov), when(g.last_new));
         println!(
             "{:<16} {:>12} {:>8} {:>15} {:>15} {:>16} {:>7}",
             o.target,
@@ -427,9 +427,11 @@ struct Growth {
     start: Option<Coverage>,
     /// At the last status line.
     end: Option<Coverage>,
-    /// The last input that added coverage: its unit number and about when (unit / exec/s, the
-    /// run's average rate so far), in seconds.
+    /// The last input that added coverage (`ft`): its unit number and about when (unit /
+    /// exec/s, the run's average rate so far), in seconds.
     last_new: Option<(u64, f64)>,
+    /// The last input that added code edges (`cov`), the same way.
+    last_cov: Option<(u64, f64)>,
 }
 
 fn growth(log: &str) -> Growth {
@@ -464,6 +466,9 @@ fn growth(log: &str) -> Growth {
                     unit as f64 / rate as f64
                 };
                 growth.last_new = Some((unit, at));
+                if growth.end.is_some_and(|before| cov > before.cov) {
+                    growth.last_cov = Some((unit, at));
+                }
             }
             _ => {}
         }
@@ -607,9 +612,11 @@ mod tests {
 INFO: Seed: 1234
 #2\tINITED cov: 310 ft: 900 corp: 40/2Kb exec/s: 0 rss: 40Mb
 #4000\tNEW    cov: 312 ft: 905 corp: 41/2Kb lim: 40 exec/s: 2000 rss: 41Mb L: 12/40 MS: 1 ChangeBit-
+#5000\tNEW    cov: 312 ft: 907 corp: 41/2Kb lim: 40 exec/s: 2000 rss: 41Mb L: 12/40 MS: 1 ChangeBit-
 #8192\tpulse  cov: 312 ft: 905 corp: 41/2Kb lim: 60 exec/s: 2048 rss: 41Mb
 #9000\tREDUCE cov: 312 ft: 905 corp: 41/2Kb lim: 60 exec/s: 1800 rss: 41Mb L: 9/40 MS: 1 EraseBytes-
-#30000\tNEW    cov: 315 ft: 911 corp: 42/2Kb lim: 80 exec/s: 1500 rss: 42Mb L: 20/40 MS: 2 CopyPart-
+#30000\tNEW    cov: 315 ft: 910 corp: 42/2Kb lim: 80 exec/s: 1500 rss: 42Mb L: 20/40 MS: 2 CopyPart-
+#45000\tNEW    cov: 315 ft: 911 corp: 43/2Kb lim: 80 exec/s: 1500 rss: 42Mb L: 20/40 MS: 2 CopyPart-
 #60000\tDONE   cov: 315 ft: 911 corp: 42/2Kb lim: 80 exec/s: 1000 rss: 42Mb
 Done 60000 runs in 60 second(s)
 stat::number_of_executed_units: 60000
@@ -617,9 +624,11 @@ stat::number_of_executed_units: 60000
         let g = growth(log);
         assert_eq!(g.start, Some(Coverage { cov: 310, ft: 900 }));
         assert_eq!(g.end, Some(Coverage { cov: 315, ft: 911 }));
-        assert_eq!(g.last_new, Some((30_000, 20.0)));
+        assert_eq!(g.last_new, Some((45_000, 30.0)));
+        assert_eq!(g.last_cov, Some((30_000, 20.0)));
         let none = growth("#2\tINITED cov: 5 ft: 6 corp: 1/1b exec/s: 0 rss: 30Mb\n");
         assert_eq!(none.last_new, None);
+        assert_eq!(none.last_cov, None);
         assert_eq!(none.end, Some(Coverage { cov: 5, ft: 6 }));
         assert_eq!(growth("no status lines"), Growth::default());
     }
