@@ -29,9 +29,10 @@ the first crash or failed property (the input is saved under tests/fuzz/artifact
 reproduce with `cargo fuzz run --fuzz-dir tests/fuzz <target> <file>`).
 
 --replay    run every committed input (seeds and regressions) once, fuzz nothing (seconds)
---minimize  rewrite tests/fuzz/regressions/<target>/ as the smallest set of inputs of the
-            working and regression corpora that reaches coverage the seeds do not (libFuzzer's
-            -merge=1); run it after a long campaign, then commit the folder
+--minimize  rewrite tests/fuzz/regressions/<target>/ as a small set of inputs of the working
+            and regression corpora that reaches the code edges the seeds do not (libFuzzer's
+            -set_cover_merge=1, without hit counts); run it after a long campaign, then commit
+            the folder
 
 TARGET: any of traceparent, tracestate, baggage, extract_headers, carrier_json, nccl_frame,
 grpc_metadata (default: all).
@@ -372,7 +373,11 @@ fn minimize_target(root: &Path, logs: &Path, target: &'static str) -> Result {
             command.arg(dir);
         }
     }
-    command.args(["--", "-merge=1"]).args(LIBFUZZER_OPTIONS);
+    // Set cover over code edges only (no hit counts): few inputs that reach every edge the
+    // working corpus reaches beyond the seeds.
+    command
+        .args(["--", "-set_cover_merge=1", "-use_counters=0"])
+        .args(LIBFUZZER_OPTIONS);
     run_logged(logs, target, "-minimize", command)?;
     let found: Vec<String> = file_names(&scratch)
         .into_iter()
