@@ -1,7 +1,8 @@
 //! `cargo xtask mutants`: cargo-mutants over lens-core's codec modules (traceparent, tracestate,
-//! baggage, the shared lexical rules, the JSON carrier). Not part of `cargo xtask test`: on two
-//! cores it takes a long time. Surviving mutants are listed, with the reason each is equivalent,
-//! in docs/mutants.md.
+//! baggage, the shared lexical rules, the JSON carrier, the propagator's inject and extract paths
+//! and the header carrier they write and read). Not part of `cargo xtask test`: on two cores it
+//! takes hours, so it is run in pieces (`-- --re <file>`). Surviving mutants are listed, with the
+//! reason each is equivalent, in docs/mutants.md.
 
 use crate::{Failure, Result, USAGE, cargo, is_help, run};
 
@@ -10,11 +11,12 @@ usage: cargo xtask mutants [-- CARGO-MUTANTS-ARGS...]
 
 Runs `cargo mutants -p lens-core` restricted to the codec modules:
   crates/lens-core/src/traceparent.rs, tracestate.rs, lexical.rs, baggage/*.rs,
-  carrier/json.rs
+  carrier/json.rs, propagator.rs, carrier/header.rs
 Builds at opt-level 1 (the property tests then take about a second, so a mutant costs
 5-10 s) and, unless the arguments name tests after their own `--`, runs lens-core's unit and
 integration tests (`--lib --tests`; doctests would be compiled again for every mutant).
-Arguments after `--` go to cargo-mutants (e.g. `-- --jobs 2` or `-- --list`).
+Arguments after `--` go to cargo-mutants (e.g. `-- --jobs 2` or `-- --list`); one module at a
+time: `-- --re 'src/tracestate.rs'`.
 Needs cargo-mutants: `cargo install cargo-mutants`. Results land in mutants.out/.";
 
 /// The files whose mutants are tried.
@@ -24,6 +26,8 @@ const CODEC_FILES: &[&str] = &[
     "crates/lens-core/src/lexical.rs",
     "crates/lens-core/src/baggage/*.rs",
     "crates/lens-core/src/carrier/json.rs",
+    "crates/lens-core/src/propagator.rs",
+    "crates/lens-core/src/carrier/header.rs",
 ];
 
 pub(crate) fn mutants(args: &[String]) -> Result {

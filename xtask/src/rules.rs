@@ -1,6 +1,6 @@
-//! Checks of the citations of docs/propagation-rules.md: every citation of one of its anchors
-//! in a tracked file names an anchor that the document defines. Run by `cargo test -p xtask`
-//! (and so by `cargo test --workspace`).
+//! Checks of the citations of docs/propagation-rules.md and docs/performance.md: every citation
+//! of one of their anchors in a tracked file names an anchor that the document defines. Run by
+//! `cargo test -p xtask` (and so by `cargo test --workspace`).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -8,6 +8,9 @@ use std::process::Command;
 
 /// The rules document, relative to the workspace root.
 pub(crate) const RULES_DOC: &str = "docs/propagation-rules.md";
+
+/// The performance page, whose rows speed claims in the READMEs and crate docs point at.
+const PERFORMANCE_DOC: &str = "docs/performance.md";
 
 /// What the scan reads: the tracked files under these paths.
 const SCANNED: &[&str] = &["crates", "tests", "docs", "xtask", "README.md"];
@@ -60,7 +63,12 @@ fn heading_anchor(heading: &str) -> String {
 /// Every citation of an anchor of the rules document in `text`, as (line number, anchor).
 pub(crate) fn citations(text: &str) -> Vec<(usize, String)> {
     // Split so that this line is not a citation itself.
-    let needle = concat!("propagation-rules.md", "#");
+    citations_of(concat!("propagation-rules.md", "#"), text)
+}
+
+/// Every citation `<needle><anchor>` in `text` (the needle ends with `#`), as (line number,
+/// anchor).
+fn citations_of(needle: &str, text: &str) -> Vec<(usize, String)> {
     let mut found = Vec::new();
     for (number, line) in text.lines().enumerate() {
         for (start, _) in line.match_indices(needle) {
@@ -140,6 +148,44 @@ mod tests {
         assert!(
             missing.is_empty(),
             "citations of anchors that {RULES_DOC} does not define:\n{}",
+            missing.join("\n")
+        );
+    }
+
+    #[test]
+    fn every_cited_performance_anchor_exists() {
+        let page =
+            std::fs::read_to_string(workspace_root().join(PERFORMANCE_DOC)).unwrap_or_default();
+        let defined = anchors(&page);
+        assert!(
+            defined.contains("core-extract"),
+            "{PERFORMANCE_DOC}: {defined:?}"
+        );
+        let mut missing = Vec::new();
+        let mut cited = 0;
+        for (path, text) in &tracked() {
+            for (line, anchor) in citations_of(concat!("performance.md", "#"), text) {
+                cited += 1;
+                if !defined.contains(&anchor) {
+                    missing.push(format!("{path}:{line}: #{anchor}"));
+                }
+            }
+        }
+        for (start, _) in page.match_indices("](#") {
+            let rest = &page[start + 3..];
+            let anchor = &rest[..rest.find(')').unwrap_or(rest.len())];
+            cited += 1;
+            if !defined.contains(anchor) {
+                missing.push(format!("{PERFORMANCE_DOC}: #{anchor}"));
+            }
+        }
+        assert!(
+            cited > 5,
+            "only {cited} citations of {PERFORMANCE_DOC} found"
+        );
+        assert!(
+            missing.is_empty(),
+            "citations of anchors that {PERFORMANCE_DOC} does not define:\n{}",
             missing.join("\n")
         );
     }

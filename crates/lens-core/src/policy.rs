@@ -79,7 +79,7 @@ impl<'a> InboundRequest<'a> {
 
     /// A request whose headers are an `http::HeaderMap`, and no known peer: what
     /// [`InboundRequest::new`] gives for the carrier, with a faster extract (no header-name
-    /// parsing, no `Vec` per header).
+    /// parsing, no `Vec` per header; docs/performance.md#core-extract-headers).
     ///
     /// ```
     /// use http::HeaderMap;

@@ -79,3 +79,65 @@ fn a_key_seen_before_costs_no_allocation_and_a_key_too_long_to_keep_costs_one() 
     // Only the copy of the key: both headers are kept inline, at no cost of their own.
     assert_eq!(copied.total - kept.total, long_key.len());
 }
+
+/// Keeps the values it is given, in room reserved beforehand: it allocates nothing itself.
+struct Values(Vec<String>);
+
+impl opentelemetry::propagation::Injector for Values {
+    fn set(&mut self, _key: &str, value: String) {
+        self.0.push(value);
+    }
+}
+
+/// The header lens sends for a `Baggage` that opentelemetry's own API built is written into one
+/// allocation, sized once for the worst case of its entries (every value byte escaped: `key.len()
+/// + 3 * value.len() + metadata.len() + 2` each, no scan of the values) and never past the
+/// header limit: no regrowth, and no more room than that. With up to 8 entries it walks the
+/// `Baggage` once on the stack, beyond that twice; both size the header alike.
+#[test]
+fn a_header_from_opentelemetrys_baggage_is_one_allocation_sized_for_every_value_escaped() {
+    use opentelemetry::baggage::{Baggage, BaggageExt};
+    let propagator = W3cPropagator::baggage_only();
+    let inject = |entries: &[(String, String, &str)]| {
+        let mut baggage = Baggage::new();
+        for (key, value, metadata) in entries {
+            let _ = baggage.insert_with_metadata(key.clone(), value.clone(), *metadata);
+        }
+        let cx = Context::new().with_baggage(baggage);
+        let mut values = Values(Vec::with_capacity(4));
+        let allocated = measure(|| propagator.inject_context(&cx, &mut values));
+        (allocated, values.0)
+    };
+    let bound = |entries: &[(String, String, &str)]| -> usize {
+        entries
+            .iter()
+            .map(|(k, v, m)| k.len() + 3 * v.len() + m.len() + 2)
+            .sum()
+    };
+    for count in [1, 3, 8, 9, 20] {
+        let entries: Vec<_> = (0..count)
+            .map(|i| {
+                let metadata = if i % 2 == 0 { "" } else { "p=1;q" };
+                (format!("key{i}"), format!("value {i}"), metadata)
+            })
+            .collect();
+        let (allocated, values) = inject(&entries);
+        assert_eq!(values.len(), 1, "{count} entries: one header");
+        assert_eq!(
+            values[0].split(',').count(),
+            count,
+            "{count} entries all sent: {}",
+            values[0]
+        );
+        assert_eq!(allocated.count, 1, "{count} entries: one allocation");
+        assert_eq!(allocated.total, bound(&entries), "{count} entries");
+    }
+    // Past the header limit (8192 bytes), the room stops at the limit.
+    let long: Vec<_> = (0..40)
+        .map(|i| (format!("k{i}"), "v".repeat(100), ""))
+        .collect();
+    assert!(bound(&long) > 8192);
+    let (allocated, values) = inject(&long);
+    assert!(values[0].len() <= 8192);
+    assert_eq!((allocated.count, allocated.total), (1, 8192));
+}

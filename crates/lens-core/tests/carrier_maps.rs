@@ -146,6 +146,43 @@ fn header_keys_lists_each_name_once() {
     assert_eq!(keys, vec!["baggage", "traceparent"]);
 }
 
+/// A carrier over `&mut HeaderMap` (what an injector is given) reads exactly as one over
+/// `&HeaderMap`: first readable line, every readable line, each name once.
+#[test]
+fn header_reads_the_same_through_a_mutable_reference() {
+    type Read = (Vec<String>, Vec<(Option<String>, Option<Vec<String>>)>);
+    const KEYS: [&str; 4] = ["baggage", "TRACEPARENT", "x-other", "missing"];
+    fn read(carrier: &dyn Extractor) -> Read {
+        let mut keys: Vec<String> = carrier.keys().into_iter().map(str::to_owned).collect();
+        keys.sort_unstable();
+        let lines = KEYS
+            .iter()
+            .map(|key| {
+                (
+                    carrier.get(key).map(str::to_owned),
+                    carrier
+                        .get_all(key)
+                        .map(|lines| lines.into_iter().map(str::to_owned).collect()),
+                )
+            })
+            .collect();
+        (keys, lines)
+    }
+    let mut headers = HeaderMap::new();
+    headers.append("baggage", HeaderValue::from_bytes(b"bad\xff").unwrap());
+    headers.append("Baggage", HeaderValue::from_static("a=1"));
+    headers.append("baggage", HeaderValue::from_static("b=2"));
+    headers.append("traceparent", HeaderValue::from_static(TP));
+    headers.append("x-other", HeaderValue::from_static("1"));
+    let shared = read(&HeaderCarrier(&headers));
+    assert_eq!(shared.0, ["baggage", "traceparent", "x-other"]);
+    assert_eq!(
+        shared.1[0],
+        (Some("a=1".into()), Some(vec!["a=1".into(), "b=2".into()]))
+    );
+    assert_eq!(read(&HeaderCarrier(&mut headers)), shared);
+}
+
 #[test]
 fn header_set_replaces_all_lines() {
     let mut headers = HeaderMap::new();

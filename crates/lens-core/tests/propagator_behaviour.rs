@@ -296,6 +296,93 @@ fn otel_propagators_names_select_the_parts() {
     assert_eq!(p.fields().count(), 0);
 }
 
+/// The header names each configuration answers to (`TextMapPropagator::fields`: what a composite
+/// propagator or a carrier that clears old headers asks).
+#[test]
+fn fields_name_the_headers_of_the_parts_propagated() {
+    let fields = |p: &W3cPropagator| p.fields().map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(
+        fields(&W3cPropagator::new()),
+        ["traceparent", "tracestate", "baggage"]
+    );
+    assert_eq!(
+        fields(&W3cPropagator::trace_context_only()),
+        ["traceparent", "tracestate"]
+    );
+    assert_eq!(fields(&W3cPropagator::baggage_only()), ["baggage"]);
+    assert_eq!(
+        fields(&W3cPropagator::from_names("baggage,tracecontext").unwrap()),
+        ["traceparent", "tracestate", "baggage"]
+    );
+    assert!(fields(&W3cPropagator::none()).is_empty());
+}
+
+/// Two propagators are equal when they propagate the same parts with the same options and
+/// limits (what `install_propagator` compares): each setting on its own makes them differ.
+#[test]
+fn propagators_are_equal_only_with_the_same_parts_options_and_limits() {
+    let base = W3cPropagator::new();
+    assert_eq!(base, W3cPropagator::new());
+    assert_eq!(
+        base,
+        W3cPropagator::from_names("tracecontext,baggage").unwrap()
+    );
+    assert_ne!(base, W3cPropagator::trace_context_only(), "baggage differs");
+    assert_ne!(base, W3cPropagator::baggage_only(), "trace context differs");
+    assert_ne!(base, W3cPropagator::new().with_plus_as_space(true));
+    assert_ne!(
+        base,
+        W3cPropagator::new().with_limits(lens_core::Limits::DEFAULT.with_traceparent_bytes(100))
+    );
+    assert_eq!(
+        base.clone().with_plus_as_space(true),
+        W3cPropagator::new().with_plus_as_space(true)
+    );
+}
+
+/// `limits()` answers with the limits given (the adapters read them to size their own checks).
+#[test]
+fn the_limits_given_are_the_limits_in_force() {
+    let small = lens_core::Limits::DEFAULT.with_traceparent_bytes(100);
+    assert_eq!(*W3cPropagator::new().limits(), lens_core::Limits::DEFAULT);
+    assert_eq!(*W3cPropagator::new().with_limits(small).limits(), small);
+    assert_eq!(
+        *W3cPropagator::baggage_only().with_limits(small).limits(),
+        small
+    );
+}
+
+/// `extract_baggage` gives the carrier's baggage as lens's list, in order, under the
+/// propagator's options; no header is `None`, a header without a valid member an empty list.
+#[test]
+fn extract_baggage_gives_the_members_in_order() {
+    let mut c = Carrier::new();
+    c.insert("baggage", "b=2,a=1;p");
+    c.append("baggage", "c=x+y, bad key=1");
+    let list = W3cPropagator::new()
+        .extract_baggage(&c)
+        .expect("a baggage header");
+    let members: Vec<(&str, &str, &str)> = list
+        .iter()
+        .map(|e| (e.key(), e.value(), e.properties()))
+        .collect();
+    assert_eq!(members, [("b", "2", ""), ("a", "1", "p"), ("c", "x+y", "")]);
+    let plus = W3cPropagator::new()
+        .with_plus_as_space(true)
+        .extract_baggage(&c)
+        .expect("a baggage header");
+    assert_eq!(plus.get("c").map(|e| e.value()), Some("x y"));
+    let mut invalid = Carrier::new();
+    invalid.insert("baggage", "bad key=1");
+    let empty = W3cPropagator::new().extract_baggage(&invalid);
+    assert!(empty.is_some_and(|l| l.is_empty()));
+    assert!(
+        W3cPropagator::new()
+            .extract_baggage(&Carrier::new())
+            .is_none()
+    );
+}
+
 #[test]
 fn unknown_propagator_name_is_a_clear_error() {
     let e = W3cPropagator::from_names("tracecontext,b3").unwrap_err();
@@ -311,6 +398,78 @@ fn disabled_parts_are_neither_injected_nor_extracted() {
     let cx = p.extract(&c);
     assert!(cx.span().span_context().is_valid());
     assert!(cx.baggage().is_empty());
+}
+
+/// The typed entry points (`extract_headers`, `extract_lines`, `extract_json`) leave out the
+/// parts a propagator does not propagate, as `extract` does.
+#[test]
+fn typed_extracts_leave_out_the_disabled_parts() {
+    let map = headers(&[("traceparent", TP), ("baggage", "k=v")]);
+    let json = format!(r#"{{"traceparent": "{TP}", "baggage": "k=v"}}"#);
+    let lines = lens_core::HeaderLines {
+        traceparent: &[TP],
+        baggage: &["k=v"],
+        ..lens_core::HeaderLines::default()
+    };
+    let empty = Context::new();
+    for (p, trace, baggage) in [
+        (W3cPropagator::trace_context_only(), true, false),
+        (W3cPropagator::baggage_only(), false, true),
+        (W3cPropagator::none(), false, false),
+        (W3cPropagator::new(), true, true),
+    ] {
+        for cx in [
+            p.extract_headers(&empty, &map),
+            p.extract_lines(&empty, lines),
+            p.extract_json(&empty, json.as_bytes()).expect("valid JSON"),
+            p.extract(&HeaderCarrier(&map)),
+        ] {
+            assert_eq!(cx.span().span_context().is_valid(), trace, "{p:?}");
+            assert_eq!(cx.baggage().len(), usize::from(baggage), "{p:?}");
+        }
+    }
+}
+
+/// A JSON carrier (NCCL bytes, a remote call's `_otel_carrier`) is extracted from an empty
+/// Context; no carrier, or bytes that are not one, give the caller's current Context
+/// (docs/propagation-rules.md#extract-and-inject).
+#[test]
+fn a_json_carrier_is_extracted_afresh_and_no_carrier_gives_the_callers_context() {
+    let caller = Context::new()
+        .with_remote_span_context(SpanContext::new(
+            TraceId::from_hex("0af7651916cd43dd8448eb211c80319c").unwrap(),
+            SpanId::from_hex("b7ad6b7169203331").unwrap(),
+            TraceFlags::SAMPLED,
+            true,
+            TraceState::NONE,
+        ))
+        .with_baggage([KeyValue::new("caller", "yes")]);
+    let _attached = caller.clone().attach();
+    let is_caller = |cx: &Context| {
+        cx.span().span_context().span_id() == caller.span().span_context().span_id()
+            && cx.baggage().get("caller").is_some()
+    };
+    let json = format!(r#"{{"traceparent": "{TP}", "baggage": "k=v"}}"#);
+    let from_json = lens_core::extract_json_context(json.as_bytes());
+    assert_eq!(
+        from_json.span().span_context().trace_id().to_string(),
+        "4bf92f3577b34da6a3ce929d0e0e4736"
+    );
+    assert!(
+        from_json.baggage().get("caller").is_none(),
+        "not the caller's"
+    );
+    let empty = lens_core::extract_json_context(b"{}");
+    assert!(!empty.span().span_context().is_valid() && empty.baggage().is_empty());
+    for rejected in [&b"[1]"[..], b"", b"{\"traceparent\": \"00-"] {
+        assert!(is_caller(&lens_core::extract_json_context(rejected)));
+    }
+    let mut carrier = Carrier::new();
+    carrier.insert("baggage", "k=v");
+    let from_carrier = lens_core::extract_carrier_context(Some(&carrier));
+    assert!(!from_carrier.span().span_context().is_valid());
+    assert_eq!(from_carrier.baggage().len(), 1);
+    assert!(is_caller(&lens_core::extract_carrier_context(None)));
 }
 
 /// Extracting into a Context (docs/propagation-rules.md#extract-into-context): a baggage header
