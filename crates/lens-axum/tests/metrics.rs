@@ -404,3 +404,41 @@ async fn body_sizes_count_the_bytes_sent() {
     assert_eq!(sum("/stream"), 8.0);
     assert_eq!(sum("/cut"), 5.0);
 }
+
+/// A classifier of the user's decides the metric's `error.type` as it decides the span's: here a
+/// 404 is an error (`error.type` = `not_found`) and a 503 is not (no `error.type`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_classifier_decides_the_metrics_error_type() {
+    let metrics = Metrics::new();
+    let layer = ServerLayer::new()
+        .with_meter(metrics.meter("test"))
+        .with_classifier(|status: &StatusCode| {
+            if *status == StatusCode::NOT_FOUND {
+                lens_axum::Outcome::failure("not_found", "no such user")
+            } else {
+                lens_axum::Outcome::Success
+            }
+        });
+    let router = app(layer);
+    for path in ["/fail", "/no/such/path"] {
+        let res = router
+            .clone()
+            .oneshot(Request::get(path).body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        res.into_body().collect().await.unwrap();
+    }
+    let points = metrics.series(DURATION);
+    assert_eq!(points.len(), 2, "{points:#?}");
+    let fail = one(&points, |p| p.get("http.route") == Some("/fail"));
+    assert_eq!(fail.get("http.response.status_code"), Some("503"));
+    assert_eq!(fail.get("error.type"), None, "{fail:#?}");
+    let unmatched = one(&points, |p| {
+        p.get("http.response.status_code") == Some("404")
+    });
+    assert_eq!(
+        unmatched.get("error.type"),
+        Some("not_found"),
+        "{unmatched:#?}"
+    );
+}

@@ -137,3 +137,39 @@ async fn off_by_default_and_the_global_meter_has_the_adapters_scope() {
         Some(lens_span::scope::SCHEMA_URL)
     );
 }
+
+/// A classifier of the user's decides the metric's `error.type` as it decides the span's: here a
+/// 404 is not an error (a lookup that found nothing) and a 502 is `upstream`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_classifier_decides_the_metrics_error_type() {
+    let addr =
+        serve(Router::new().route("/boom", get(|| async { (StatusCode::BAD_GATEWAY, "boom") })))
+            .await;
+    let metrics = Metrics::new();
+    let middleware = ClientMiddleware::new()
+        .with_meter(metrics.meter("test"))
+        .with_classifier(|status: &StatusCode| {
+            if status.is_server_error() {
+                lens_reqwest::Outcome::failure("upstream", "the upstream failed")
+            } else {
+                lens_reqwest::Outcome::Success
+            }
+        });
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(middleware)
+        .build();
+    for path in ["/missing", "/boom"] {
+        client
+            .get(format!("http://{addr}{path}"))
+            .send()
+            .await
+            .unwrap();
+    }
+    let points = metrics.series(DURATION);
+    assert_eq!(points.len(), 2, "{points:#?}");
+    assert_eq!(one(&points, Some("404")).get("error.type"), None);
+    assert_eq!(
+        one(&points, Some("502")).get("error.type"),
+        Some("upstream")
+    );
+}

@@ -166,3 +166,55 @@ async fn rpc_dup_records_both() {
         }
     }
 }
+
+/// Classifiers of the user's decide the metrics' `error.type` as they decide the spans': here
+/// UNIMPLEMENTED is no error on the server, and `missing_method` on the client.
+#[tokio::test]
+async fn users_classifiers_decide_the_metrics_error_type() {
+    use lens_tonic::{Classify, Outcome, SpanSide};
+
+    let recorder = Recorder::default();
+    let provider = SdkTracerProvider::builder()
+        .with_span_processor(recorder.clone())
+        .build();
+    let (server_metrics, client_metrics) = (Metrics::new(), Metrics::new());
+    let addr = support::serve(
+        ServerLayer::new()
+            .with_tracer(provider.tracer("server"))
+            .with_rpc_conventions(RpcConventions::STABLE)
+            .with_meter(server_metrics.meter("server"))
+            .with_classifier(|code: &Code| match code {
+                Code::Unimplemented => Outcome::Success,
+                other => SpanSide::Server.classify(other),
+            }),
+    )
+    .await;
+    let channel = ClientLayer::new()
+        .with_tracer(provider.tracer("client"))
+        .with_meter(client_metrics.meter("client"))
+        .with_rpc_conventions(RpcConventions::STABLE)
+        .with_classifier(|code: &Code| match code {
+            Code::Unimplemented => Outcome::failure("missing_method", ""),
+            other => SpanSide::Client.classify(other),
+        })
+        .layer(support::channel(addr).await);
+    let mut grpc = tonic::client::Grpc::new(channel);
+    assert_eq!(
+        call(&mut grpc, "/lens.test.Echo/NoSuchMethod").await,
+        Code::Unimplemented
+    );
+    recorder.wait_for(2).await;
+
+    let server = server_metrics.collect();
+    let points = named(&server, "rpc.server.call.duration");
+    assert_eq!(points.len(), 1, "{points:#?}");
+    assert_eq!(
+        points[0].get("rpc.response.status_code"),
+        Some("UNIMPLEMENTED")
+    );
+    assert_eq!(points[0].get("error.type"), None, "{points:#?}");
+    let client = client_metrics.collect();
+    let points = named(&client, "rpc.client.call.duration");
+    assert_eq!(points.len(), 1, "{points:#?}");
+    assert_eq!(points[0].get("error.type"), Some("missing_method"));
+}
