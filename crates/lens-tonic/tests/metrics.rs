@@ -36,13 +36,19 @@ where
     }
 }
 
-/// Echo twice, an unknown method and an unknown service, under `conventions`: the server's and
-/// the client's series.
-async fn calls_under(conventions: RpcConventions) -> (Vec<Point>, Vec<Point>) {
+/// A tracer provider whose ended spans the recorder sees.
+fn recorded() -> (Recorder, SdkTracerProvider) {
     let recorder = Recorder::default();
     let provider = SdkTracerProvider::builder()
         .with_span_processor(recorder.clone())
         .build();
+    (recorder, provider)
+}
+
+/// Echo twice, an unknown method and an unknown service, under `conventions`: the server's and
+/// the client's series.
+async fn calls_under(conventions: RpcConventions) -> (Vec<Point>, Vec<Point>) {
+    let (recorder, provider) = recorded();
     let (server_metrics, client_metrics) = (Metrics::new(), Metrics::new());
     let addr = support::serve(
         ServerLayer::new()
@@ -173,10 +179,7 @@ async fn rpc_dup_records_both() {
 async fn users_classifiers_decide_the_metrics_error_type() {
     use lens_tonic::{Classify, Outcome, SpanSide};
 
-    let recorder = Recorder::default();
-    let provider = SdkTracerProvider::builder()
-        .with_span_processor(recorder.clone())
-        .build();
+    let (recorder, provider) = recorded();
     let (server_metrics, client_metrics) = (Metrics::new(), Metrics::new());
     let addr = support::serve(
         ServerLayer::new()
