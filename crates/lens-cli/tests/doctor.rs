@@ -3,9 +3,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cli_support;
+mod watch_support;
+
+use std::io::{Read as _, Write as _};
 
 use cli_support::lens_with_stdin;
 use serde_json::{Value, json};
+use watch_support::Watch;
 
 const CLIENT_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
 const SERVER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -134,4 +138,42 @@ fn a_client_of_an_uninstrumented_service_is_no_finding() {
     let run = lens_with_stdin(&["check", "--json", "-"], &client_only);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert_eq!(run.stdout.lines().count(), 1);
+}
+
+/// POSTs one OTLP/JSON request to `lens watch`'s HTTP receiver.
+fn post(addr: &str, body: &str) {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST /v1/traces HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+}
+
+#[test]
+fn watch_prints_the_finding_after_the_trace_it_completes_and_counts_it() {
+    let watch = Watch::start(&["--json"]);
+    for line in lost_hop("none", false).lines() {
+        post(&watch.http, line);
+    }
+    let lines: Vec<Value> = (0..3)
+        .map(|_| serde_json::from_str(&watch.next_stdout()).unwrap())
+        .collect();
+    assert!(
+        lines[..2].iter().all(|l| l["trace_id"].is_string()),
+        "{lines:?}"
+    );
+    assert_eq!(lines[2]["finding"], "lost-context");
+    assert_eq!(lines[2]["services"], json!(["gateway", "planner"]));
+    // The status line after the finding counts it (one per trace printed; the first may be
+    // "0 findings" when the two traces complete apart).
+    let counted = (0..3)
+        .filter_map(|_| watch.stderr.recv_timeout(watch_support::PATIENCE).ok())
+        .any(|l| l.ends_with("; 1 findings (1 errors, 0 warnings, 0 info)"));
+    assert!(counted);
 }
