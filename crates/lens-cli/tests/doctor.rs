@@ -176,4 +176,16 @@ fn watch_prints_the_finding_after_the_trace_it_completes_and_counts_it() {
         .filter_map(|_| watch.stderr.recv_timeout(watch_support::PATIENCE).ok())
         .any(|l| l.ends_with("; 1 findings (1 errors, 0 warnings, 0 info)"));
     assert!(counted);
+    // The page's findings panel reads the same finding.
+    let mut stream = std::net::TcpStream::connect(&watch.http).unwrap();
+    write!(
+        stream,
+        "GET /api/findings HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let body = response.split("\r\n\r\n").nth(1).unwrap();
+    let page: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(page, json!([lines[2]]));
 }

@@ -5,6 +5,7 @@
 //! decode (lens-watch's receivers, in their tasks) → a bounded channel → assemble (one task,
 //! the only writer of the [`Assembler`]) → render (terminal, JSON lines, the page's API).
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal as _, Write as _};
 use std::net::SocketAddr;
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use lens_watch::assemble::{Assembler, Config};
 use lens_watch::decode::Batch;
-use lens_watch::diagnose::{Doctor, DoctorConfig};
+use lens_watch::diagnose::{Doctor, DoctorConfig, Finding, Severity};
 use lens_watch::receive;
 use tokio::sync::mpsc;
 
@@ -95,13 +96,35 @@ fn seconds(value: &str) -> Result<Duration, String> {
 /// Batches waiting for the assembler; a full channel holds the receivers back.
 const CHANNEL: usize = 256;
 
-/// The assembler, shared by its one writer (the assembly task) and the page's readers.
+/// The assembler and the latest findings, shared by their one writer (the assembly task) and
+/// the page's readers.
 #[derive(Clone, Debug)]
-pub(crate) struct Store(Arc<Mutex<Assembler>>);
+pub(crate) struct Store(Arc<Mutex<Assembler>>, Arc<Mutex<VecDeque<Finding>>>);
+
+/// The most findings the page is offered (the newest).
+const PAGE_FINDINGS: usize = 1_000;
 
 impl Store {
     pub(crate) fn lock(&self) -> MutexGuard<'_, Assembler> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The latest findings, oldest first.
+    pub(crate) fn findings(&self) -> MutexGuard<'_, VecDeque<Finding>> {
+        self.1.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn add_findings(&self, findings: &[Finding], quiet: bool) {
+        let mut held = self.findings();
+        for f in findings {
+            if quiet && f.severity() == Severity::Info {
+                continue;
+            }
+            if held.len() >= PAGE_FINDINGS {
+                held.pop_front();
+            }
+            held.push_back(f.clone());
+        }
     }
 }
 
@@ -209,7 +232,7 @@ async fn run(
             return ExitCode::FAILURE;
         }
     };
-    let store = Store(Arc::new(Mutex::new(Assembler::new(config))));
+    let store = Store(Arc::new(Mutex::new(Assembler::new(config))), Arc::default());
     let mut doctor = Doctor::new(DoctorConfig::default());
     let mut counts = FindingCounts::default();
     let (sender, mut batches) = mpsc::channel::<Batch>(CHANNEL);
@@ -276,6 +299,7 @@ async fn run(
                 let findings = doctor.diagnose(&assembler, *id);
                 print_findings(&findings, output, quiet, &mut out);
                 counts.add(&findings, quiet);
+                store.add_findings(&findings, quiet);
                 if matches!(output, Output::Text { .. }) {
                     out.push('\n');
                 }
