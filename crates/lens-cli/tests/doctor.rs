@@ -2,6 +2,7 @@
 //! hop and of a hop linked by policy, the findings printed (text and JSON) and the exit status.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod browser_support;
 mod cli_support;
 mod watch_support;
 
@@ -188,4 +189,39 @@ fn watch_prints_the_finding_after_the_trace_it_completes_and_counts_it() {
     let body = response.split("\r\n\r\n").nth(1).unwrap();
     let page: Value = serde_json::from_str(body).unwrap();
     assert_eq!(page, json!([lines[2]]));
+}
+
+#[test]
+fn the_page_lists_the_finding_in_chromium() {
+    let Some(chromium) = browser_support::chromium() else {
+        return;
+    };
+    let watch = Watch::start(&["--json"]);
+    for line in lost_hop("none", false).lines() {
+        post(&watch.http, line);
+    }
+    for _ in 0..3 {
+        watch.next_stdout();
+    }
+    let work = browser_support::tempdir(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "lens-doctor-browser",
+    );
+    let url = format!("http://{}/#trace={SERVER_TRACE}", watch.http);
+    let shown = browser_support::browse(
+        &chromium,
+        &work,
+        &url,
+        &["--dump-dom", "--virtual-time-budget=4000"],
+    );
+    let dom = &shown.stdout;
+    assert!(
+        dom.contains("error[lost-context]"),
+        "the panel lists it: {dom}"
+    );
+    assert!(dom.contains("gateway -&gt; planner"), "{dom}");
+    assert_eq!(
+        browser_support::console_messages(&shown.stderr),
+        Vec::<&str>::new()
+    );
 }
