@@ -261,8 +261,11 @@ struct Candidate {
 #[derive(Debug, Default)]
 struct Side {
     by_key: HashMap<HopKey, BTreeMap<(u64, u64), Candidate>>,
-    /// (key, start, seq) in insertion order, for the bounds.
+    /// (key, start, seq) in insertion order, for the bounds; entries of candidates already
+    /// matched are skipped, and dropped when they outnumber the live ones.
     order: VecDeque<(HopKey, u64, u64)>,
+    /// Candidates held.
+    live: usize,
     /// The longest span held per key (bounds the range a server's start is searched in).
     longest: HashMap<HopKey, u64>,
 }
@@ -272,15 +275,29 @@ impl Side {
         let longest = self.longest.entry(key.clone()).or_insert(0);
         *longest = (*longest).max(c.end.saturating_sub(c.start));
         self.order.push_back((key.clone(), c.start, seq));
-        self.by_key
+        if self
+            .by_key
             .entry(key)
             .or_default()
-            .insert((c.start, seq), c);
+            .insert((c.start, seq), c)
+            .is_none()
+        {
+            self.live += 1;
+        }
+    }
+
+    fn holds(&self, key: &HopKey, at: (u64, u64)) -> bool {
+        self.by_key
+            .get(key)
+            .is_some_and(|map| map.contains_key(&at))
     }
 
     fn remove(&mut self, key: &HopKey, at: (u64, u64)) -> Option<Candidate> {
         let map = self.by_key.get_mut(key)?;
         let c = map.remove(&at);
+        if c.is_some() {
+            self.live -= 1;
+        }
         if map.is_empty() {
             self.by_key.remove(key);
             self.longest.remove(key);
@@ -302,16 +319,28 @@ impl Side {
 
     fn prune(&mut self, max: usize, oldest_start: u64) {
         while let Some((key, start, seq)) = self.order.front().cloned() {
-            if self.order.len() <= max && start >= oldest_start {
+            let live = self.holds(&key, (start, seq));
+            if live && self.live <= max && start >= oldest_start {
                 break;
             }
             self.order.pop_front();
-            self.remove(&key, (start, seq));
+            if live {
+                self.remove(&key, (start, seq));
+            }
+        }
+        // Entries of matched candidates behind a live one: dropped once they outnumber the
+        // live ones (amortised: the queue stays within twice the candidates held, plus slack).
+        if self.order.len() > 2 * self.live + 1024 {
+            let order = std::mem::take(&mut self.order);
+            self.order = order
+                .into_iter()
+                .filter(|(key, start, seq)| self.holds(key, (*start, *seq)))
+                .collect();
         }
     }
 
     fn len(&self) -> usize {
-        self.by_key.values().map(BTreeMap::len).sum()
+        self.live
     }
 }
 
@@ -332,6 +361,10 @@ pub struct Doctor {
     roots: Side,
     pending_links: HashMap<SpanId, PendingLink>,
     pending_order: VecDeque<SpanId>,
+    /// Spans already taken as one side of a hop (a reopened trace is diagnosed again: its hop
+    /// is not matched twice), oldest first for the bound.
+    seen: HashSet<(TraceId, SpanId)>,
+    seen_order: VecDeque<(TraceId, SpanId)>,
     skewed_pairs: HashSet<(Arc<str>, Arc<str>)>,
     seq: u64,
     newest_end: u64,
@@ -356,7 +389,7 @@ impl Doctor {
 
     /// The findings on trace `id`, which `assembler` has just completed (other traces it holds
     /// are read for the lost hop and for links). A trace that completes again (late spans) is
-    /// diagnosed again, whole.
+    /// diagnosed again, whole, but a hop is matched (and reported) once.
     pub fn diagnose(&mut self, assembler: &Assembler, id: TraceId) -> Vec<Finding> {
         let mut findings = Vec::new();
         let Some(entry) = assembler.trace(&id) else {
@@ -543,6 +576,9 @@ exported (reported once per pair of services)"
 
     /// A SERVER span that is the root of its trace.
     fn new_root(&mut self, assembler: &Assembler, span: &Span, findings: &mut Vec<Finding>) {
+        if !self.first_time(span) {
+            return;
+        }
         let cause = NewRootCause::of(span);
         // A root that links to the inbound context: linked by policy, not lost. Reported when
         // the linked span is a CLIENT span without a child: now, if its trace has completed,
@@ -603,6 +639,9 @@ exported (reported once per pair of services)"
 
     /// A CLIENT span without a child in its trace.
     fn childless_client(&mut self, span: &Span, findings: &mut Vec<Finding>) {
+        if !self.first_time(span) {
+            return;
+        }
         if let Some(pending) = self.pending_links.remove(&span.span_id)
             && pending.linked_trace == span.trace_id
         {
@@ -629,6 +668,22 @@ exported (reported once per pair of services)"
                 self.clients.insert(key, self.seq, client);
             }
         }
+    }
+
+    /// Whether `span` is taken as one side of a hop for the first time (remembered up to twice
+    /// [`DoctorConfig::max_candidates`] spans).
+    fn first_time(&mut self, span: &Span) -> bool {
+        let id = (span.trace_id, span.span_id);
+        if !self.seen.insert(id) {
+            return false;
+        }
+        self.seen_order.push_back(id);
+        while self.seen_order.len() > self.config.max_candidates.saturating_mul(2) {
+            if let Some(old) = self.seen_order.pop_front() {
+                self.seen.remove(&old);
+            }
+        }
+        true
     }
 
     fn prune(&mut self) {
@@ -1164,6 +1219,34 @@ mod tests {
     }
 
     #[test]
+    fn a_reopened_trace_does_not_report_its_lost_hop_twice() {
+        let mut assembler = Assembler::new(Config::default());
+        let mut doctor = Doctor::new(DoctorConfig::default());
+        let now = Instant::now();
+        let late_b = export(
+            "planner",
+            vec![span(B, 8, 7, "late", INTERNAL, (300, 400), 0x101, &[])],
+        );
+        let late_a = export(
+            "gateway",
+            vec![span(A, 9, 1, "late", INTERNAL, (300, 400), 0x101, &[])],
+        );
+        let server = export(
+            "planner",
+            vec![planner_root(B, (200, 800), "/plan", "none")],
+        );
+        let mut found = Vec::new();
+        // The server's trace, the client's, then each reopened by a late span and completed again.
+        for line in [server, gateway_calls_plan(), late_b, late_a] {
+            assembler.insert(decode_json(line.as_bytes()).unwrap().spans, now);
+            for id in assembler.flush() {
+                found.extend(doctor.diagnose(&assembler, id));
+            }
+        }
+        assert_eq!(rules(&found), ["lost-context"]);
+    }
+
+    #[test]
     fn a_linked_new_root_is_untrusted_linked_not_lost() {
         let server = export(
             "planner",
@@ -1489,5 +1572,69 @@ mod tests {
             assert_eq!(doctor.diagnose(&assembler, id), []);
         }
         assert_eq!(doctor.candidates(), 10);
+    }
+
+    #[test]
+    fn matched_hops_do_not_count_against_the_bound() {
+        let mut assembler = Assembler::new(Config::default());
+        let mut doctor = Doctor::new(DoctorConfig {
+            max_candidates: 3,
+            ..DoctorConfig::default()
+        });
+        let now = Instant::now();
+        let client = |n: u64, at: u64| {
+            export(
+                "gateway",
+                vec![span(
+                    &format!("{n:032x}"),
+                    2,
+                    0,
+                    "GET",
+                    CLIENT,
+                    (at, at + 500),
+                    0x101,
+                    &[
+                        ("http.request.method", s("GET")),
+                        ("url.full", s("http://h/p")),
+                    ],
+                )],
+            )
+        };
+        let root = |n: u64, at: u64| {
+            export(
+                "planner",
+                vec![span(
+                    &format!("{n:032x}"),
+                    7,
+                    0,
+                    "GET /p",
+                    SERVER,
+                    (at + 10, at + 20),
+                    0x101,
+                    &[("http.request.method", s("GET")), ("url.path", s("/p"))],
+                )],
+            )
+        };
+        let mut found = Vec::new();
+        let mut run = |line: String, found: &mut Vec<Finding>| {
+            assembler.insert(decode_json(line.as_bytes()).unwrap().spans, now);
+            for id in assembler.flush() {
+                found.extend(doctor.diagnose(&assembler, id));
+            }
+        };
+        // One client waits (at 0 ms) while ten other hops are matched (from 10 ms on)...
+        run(client(1, 0), &mut found);
+        for n in 1..=10u64 {
+            run(client(100 + n, n * 10_000), &mut found);
+            run(root(200 + n, n * 10_000), &mut found);
+        }
+        assert_eq!(found.len(), 10);
+        // ... and is still there for its server.
+        run(root(300, 0), &mut found);
+        assert_eq!(found.len(), 11);
+        assert_eq!(
+            found[10].trace_ids[0],
+            TraceId::from_hex(&format!("{:032x}", 1)).unwrap()
+        );
     }
 }
