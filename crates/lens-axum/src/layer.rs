@@ -226,7 +226,8 @@ where
         let peer = peer_addr(&req);
         let inbound = options.extract_inbound(req.headers(), peer.map(|p| p.ip()));
 
-        let attributes = request_attributes(&info, peer, &self.memos);
+        let mut attributes = request_attributes(&info, peer, &self.memos);
+        attributes.extend(lens_span::new_root::cause(req.headers(), &inbound));
         let span = options.start_server(
             &info,
             || default_span_name(info.method, route),

@@ -30,8 +30,9 @@
 //!   [`MatchedPath`](axum::extract::MatchedPath)) or `{METHOD}`, with the stable HTTP semantic
 //!   convention attributes (`http.request.method`, `url.path`, `url.scheme`, `http.route`,
 //!   `http.response.status_code`, `server.address`, `server.port`, `network.protocol.version`,
-//!   `user_agent.original`, `client.address`, `url.query` with credential values redacted),
-//!   status Error and `error.type` on 5xx, failures and panics;
+//!   `user_agent.original`, `client.address`, `url.query` with credential values redacted;
+//!   on a span that starts a new trace, `lens.trace.new_root` says why: see
+//!   [`lens_span::new_root`]), status Error and `error.type` on 5xx, failures and panics;
 //! * makes that span the current [`Context`](opentelemetry::Context) while the inner service
 //!   runs, so `Context::current()`, lens-reqwest calls and `tracing` spans (through
 //!   tracing-opentelemetry) in the handler nest under it;

@@ -55,6 +55,16 @@ async fn trust_continues_the_trace_with_baggage() {
     assert_eq!(baggage, "acme");
     assert_eq!(s.parent_span_id, SpanId::from_hex(PARENT_ID).unwrap());
     assert!(s.links.links.is_empty());
+    // A trusted, valid context: no word on why a new trace began (there is none).
+    assert_eq!(new_root(&s), None);
+}
+
+/// The `lens.trace.new_root` attribute of a SERVER span.
+fn new_root(s: &opentelemetry_sdk::trace::SpanData) -> Option<String> {
+    s.attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == lens_span::new_root::NEW_ROOT)
+        .map(|kv| kv.value.as_str().into_owned())
 }
 
 #[tokio::test]
@@ -68,6 +78,7 @@ async fn link_starts_a_new_trace_linked_to_the_remote_one() {
     let link = &s.links.links[0].span_context;
     assert_eq!(link.trace_id(), TraceId::from_hex(TRACE_ID).unwrap());
     assert_eq!(link.span_id(), SpanId::from_hex(PARENT_ID).unwrap());
+    assert_eq!(new_root(&s).as_deref(), Some("untrusted:linked"));
 }
 
 #[tokio::test]
@@ -77,6 +88,36 @@ async fn ignore_starts_a_plain_new_trace() {
     assert_eq!(baggage, "");
     assert_eq!(s.parent_span_id, SpanId::INVALID);
     assert!(s.links.links.is_empty());
+    assert_eq!(new_root(&s).as_deref(), Some("untrusted:ignored"));
+}
+
+#[tokio::test]
+async fn a_new_root_says_whether_no_traceparent_came_or_which_rule_rejected_it() {
+    let (_p, tracer, recorder) = support::provider();
+    let addr = serve(
+        Router::new()
+            .route("/", get(handler))
+            .layer(ServerLayer::new().with_tracer(tracer)),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    client.get(format!("http://{addr}/")).send().await.unwrap();
+    let zero = TRACEPARENT.replace(TRACE_ID, &"0".repeat(32));
+    client
+        .get(format!("http://{addr}/"))
+        .header("traceparent", zero)
+        .send()
+        .await
+        .unwrap();
+    let spans = recorder.wait_for(2).await;
+    let causes: Vec<Option<String>> = spans.iter().map(new_root).collect();
+    assert_eq!(
+        causes,
+        [
+            Some("none".to_owned()),
+            Some("rejected:traceparent-zero-ids".to_owned())
+        ]
+    );
 }
 
 #[tokio::test]

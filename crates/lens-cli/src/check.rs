@@ -1,6 +1,7 @@
 //! `lens check FILE...`: traces from OTLP/JSON lines (as `lens watch --save` and the
 //! Collector's file exporter write them; `-` for standard input), printed as `lens watch`
-//! prints them.
+//! prints them, then the propagation doctor's findings (docs/doctor.md); exit 1 on an error
+//! finding (a lost hop), so that a CI job fails on one.
 
 use std::io::{BufRead as _, Write as _};
 use std::process::ExitCode;
@@ -8,8 +9,9 @@ use std::time::Instant;
 
 use lens_watch::assemble::{Assembler, Config};
 use lens_watch::decode::decode_json;
+use lens_watch::diagnose::{Doctor, DoctorConfig};
 
-use crate::view::{Colour, Output, print_trace, status_line};
+use crate::view::{Colour, FindingCounts, Output, print_findings, print_trace, status_line};
 
 /// `lens check`: the traces of OTLP/JSON files.
 #[derive(Debug, clap::Args)]
@@ -17,10 +19,13 @@ use crate::view::{Colour, Output, print_trace, status_line};
     long_about = "Reads OTLP/JSON lines (one ExportTraceServiceRequest a line, as `lens watch \
 --save` and the OpenTelemetry Collector's file exporter write them) from each FILE (`-` for \
 standard input), groups the spans by trace and prints each trace as `lens watch` does: its \
-waterfall, or with --json one JSON object a line.",
+waterfall, or with --json one JSON object a line. Then the propagation doctor's findings \
+(docs/doctor.md): where context was lost between services and why, missing parents, clock skew, \
+dropped flags; with --json one object a line, {\"finding\": RULE, \"severity\": ..., \"trace_ids\": \
+[...], \"span_ids\": [...], \"services\": [...], \"message\": ..., \"doc\": ...}.",
     mut_arg("json", |a| a.help("Print one JSON object per trace (a line each) instead of the waterfall")),
-    after_help = "Exit status: 0 read and printed, 2 usage error or an unreadable or invalid \
-file (the message names the file and line)."
+    after_help = "Exit status: 0 no error finding, 1 an error finding (context lost on a hop), 2 \
+usage error or an unreadable or invalid file (the message names the file and line)."
 )]
 pub(crate) struct Args {
     /// OTLP/JSON lines files (`-` for standard input)
@@ -29,6 +34,10 @@ pub(crate) struct Args {
 
     #[command(flatten)]
     json: crate::JsonFlag,
+
+    /// Leave out info findings (a hop linked by its server's trust policy: untrusted-linked)
+    #[arg(long)]
+    quiet: bool,
 
     /// The most traces held; the oldest whole traces beyond it are evicted (and counted)
     #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
@@ -82,12 +91,19 @@ pub(crate) fn main(args: Args) -> ExitCode {
         }
     };
     let mut out = String::new();
+    let mut doctor = Doctor::new(DoctorConfig::default());
+    let mut findings = Vec::new();
     for (i, id) in assembler.flush().into_iter().enumerate() {
         if i > 0 && !args.json.json {
             out.push('\n');
         }
         print_trace(&assembler, id, output, &mut out);
+        findings.extend(doctor.diagnose(&assembler, id));
     }
+    if !args.json.json && !out.is_empty() && !findings.is_empty() {
+        out.push('\n');
+    }
+    print_findings(&findings, output, args.quiet, &mut out);
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout
         .write_all(out.as_bytes())
@@ -96,8 +112,14 @@ pub(crate) fn main(args: Args) -> ExitCode {
         eprintln!("error: cannot write the traces: {e}");
         return ExitCode::FAILURE;
     }
-    eprintln!("{}", status_line(&assembler.stats()));
-    ExitCode::SUCCESS
+    let mut counts = FindingCounts::default();
+    counts.add(&findings, args.quiet);
+    eprintln!("{}; {counts}", status_line(&assembler.stats()));
+    if counts.errors > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// Adds every span of `file` to `assembler`; the first bad line is an error.

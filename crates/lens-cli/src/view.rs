@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use lens_watch::assemble::{Assembler, Stats};
+use lens_watch::diagnose::{Finding, Severity};
 use lens_watch::model::{
     self, Event, FLAG_HAS_IS_REMOTE, FLAG_PARENT_IS_REMOTE, KeyValue, Link, Resource, Scope,
     SpanId, TraceId,
@@ -217,6 +218,71 @@ pub(crate) fn print_trace(assembler: &Assembler, id: TraceId, output: Output, ou
             }
             render::text::render(&layout, &index, HOP_NAMES, colour, out);
         }
+    }
+}
+
+/// `findings` printed as `output` into `out`: one line each (`error[lost-context] ...`), or one
+/// JSON object a line. Info findings are left out when `quiet`.
+pub(crate) fn print_findings(findings: &[Finding], output: Output, quiet: bool, out: &mut String) {
+    for finding in findings {
+        let severity = finding.severity();
+        if quiet && severity == Severity::Info {
+            continue;
+        }
+        match output {
+            Output::Json => out.push_str(&finding.to_json()),
+            Output::Text { colour } => {
+                let (on, off) = match severity {
+                    _ if !colour => ("", ""),
+                    Severity::Error => ("\x1b[1;31m", "\x1b[0m"),
+                    Severity::Warning => ("\x1b[33m", "\x1b[0m"),
+                    Severity::Info => ("\x1b[2m", "\x1b[0m"),
+                };
+                out.push_str(&format!(
+                    "{on}{}[{}]{off} {} ({})",
+                    severity.name(),
+                    finding.rule.id(),
+                    finding.message,
+                    finding.doc()
+                ));
+            }
+        }
+        out.push('\n');
+    }
+}
+
+/// Findings counted by severity, for the status ("N findings (E errors, W warnings, I info)").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FindingCounts {
+    pub(crate) errors: u64,
+    pub(crate) warnings: u64,
+    pub(crate) info: u64,
+}
+
+impl FindingCounts {
+    /// Counts `findings` (info left out when `quiet`).
+    pub(crate) fn add(&mut self, findings: &[Finding], quiet: bool) {
+        for f in findings {
+            match f.severity() {
+                Severity::Error => self.errors += 1,
+                Severity::Warning => self.warnings += 1,
+                Severity::Info if !quiet => self.info += 1,
+                Severity::Info => {}
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for FindingCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} findings ({} errors, {} warnings, {} info)",
+            self.errors + self.warnings + self.info,
+            self.errors,
+            self.warnings,
+            self.info
+        )
     }
 }
 

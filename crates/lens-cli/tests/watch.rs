@@ -122,6 +122,13 @@ fn saved_spans_read_back_with_check_as_the_same_trace() {
     let checked: Value = serde_json::from_str(lines[0]).unwrap();
     assert_eq!(checked, watched);
     assert!(run.stderr.contains("13 spans received"), "{}", run.stderr);
+    // The demo's trace is healthy: the doctor finds nothing on it.
+    assert!(
+        run.stderr
+            .contains("; 0 findings (0 errors, 0 warnings, 0 info)"),
+        "{}",
+        run.stderr
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -122,6 +122,38 @@ pub enum TraceParentError {
     ConflictingLines,
 }
 
+impl TraceParentError {
+    /// The anchor of the rule it breaks in docs/propagation-rules.md (`traceparent-versions`,
+    /// `traceparent-zero-ids`, ...), e.g. for a span attribute that says why a request started
+    /// a new trace.
+    ///
+    /// ```
+    /// use lens_core::traceparent::TraceParent;
+    /// let e = TraceParent::parse("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap_err();
+    /// assert_eq!(e.anchor(), "traceparent-versions");
+    /// ```
+    pub fn anchor(&self) -> &'static str {
+        match self {
+            TraceParentError::TooLong { .. } | TraceParentError::WrongLength { .. } => {
+                "traceparent-length"
+            }
+            TraceParentError::InvalidCharacter { .. } => "traceparent-whitespace",
+            TraceParentError::InvalidVersion | TraceParentError::ForbiddenVersion => {
+                "traceparent-versions"
+            }
+            TraceParentError::ZeroTraceId | TraceParentError::ZeroParentId => {
+                "traceparent-zero-ids"
+            }
+            TraceParentError::ConflictingLines => "traceparent-repeated",
+            TraceParentError::MissingSeparator
+            | TraceParentError::InvalidTraceId
+            | TraceParentError::InvalidParentId
+            | TraceParentError::InvalidFlags
+            | TraceParentError::InvalidSuffix => "traceparent-format",
+        }
+    }
+}
+
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
 

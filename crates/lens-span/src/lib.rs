@@ -68,7 +68,8 @@
 //!   gRPC server codes per the conventions, gRPC client any non-OK): the defaults.
 //! - [`rpc`]: the gRPC attributes and the `OTEL_SEMCONV_STABILITY_OPT_IN` choice; [`httpconv`]:
 //!   the HTTP ones (and the host/port rule of every adapter); [`redact`]: credentials kept out
-//!   of `url.full` / `url.query`; [`scope`]: the instrumentation scope.
+//!   of `url.full` / `url.query`; [`scope`]: the instrumentation scope; [`new_root`]: why a
+//!   SERVER span starts a new trace (the `lens.trace.new_root` attribute).
 #![forbid(unsafe_code)]
 
 mod body;
@@ -77,6 +78,7 @@ pub mod httpconv;
 mod knobs;
 mod lifecycle;
 pub mod metrics;
+pub mod new_root;
 mod propagation;
 pub mod redact;
 pub mod rpc;

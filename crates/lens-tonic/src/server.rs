@@ -135,6 +135,7 @@ where
 
         let mut attributes = config.rpc_attributes(&method);
         server_address(&request, local, &mut attributes);
+        attributes.extend(lens_span::new_root::cause(request.headers(), &inbound));
         let span = options.start_server(&info, || method.span_name(), attributes, inbound);
 
         let future = span.in_scope(|| self.inner.call(request));

@@ -9,7 +9,7 @@ use lens_core::policy::{InboundDecision, InboundPolicy};
 use lens_tonic::{ClientInterceptor, ServerLayer};
 use opentelemetry::Context;
 use opentelemetry::trace::{FutureExt, SpanKind, TraceContextExt, Tracer};
-use support::{Spans, channel, serve, unary};
+use support::{Spans, attr, channel, serve, unary};
 
 async fn call_with(policy: InboundPolicy) -> (Spans, String) {
     let spans = Spans::new();
@@ -53,6 +53,10 @@ async fn link_starts_a_new_trace_linked_to_the_caller() {
     assert_eq!(links.len(), 1);
     assert_eq!(links[0].trace_id(), driver.span_context.trace_id());
     assert_eq!(links[0].span_id(), driver.span_context.span_id());
+    assert_eq!(
+        attr(&server, lens_span::new_root::NEW_ROOT).map(|v| v.as_str().into_owned()),
+        Some("untrusted:linked".to_owned())
+    );
     assert!(
         answer.ends_with("|"),
         "untrusted baggage must not arrive: {answer}"
@@ -70,6 +74,10 @@ async fn ignore_keeps_nothing_of_the_caller() {
     );
     assert!(server.links.is_empty());
     assert!(answer.ends_with("|"), "{answer}");
+    assert_eq!(
+        attr(&server, lens_span::new_root::NEW_ROOT).map(|v| v.as_str().into_owned()),
+        Some("untrusted:ignored".to_owned())
+    );
 }
 
 #[tokio::test]
@@ -86,4 +94,6 @@ async fn custom_policy_sees_the_loopback_peer() {
         driver.span_context.trace_id()
     );
     assert!(answer.ends_with("|secret=x"), "{answer}");
+    // Trusted and valid: nothing said.
+    assert_eq!(attr(&server, lens_span::new_root::NEW_ROOT), None);
 }

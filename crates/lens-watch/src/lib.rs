@@ -34,14 +34,15 @@
 //! ```
 //!
 //! The data flows one way, a module a step: [`decode`] (OTLP/protobuf and OTLP/JSON to the
-//! owned [`model`]) → [`assemble`] (by trace, quiet window, bounded) → a diagnosis of each
-//! completed trace (the next step, not in this version) → [`render`] (text, JSON, HTML).
+//! owned [`model`]) → [`assemble`] (by trace, quiet window, bounded) → [`diagnose`] (the
+//! propagation doctor's findings on each completed trace) → [`render`] (text, JSON, HTML).
 //! [`encode`] writes spans back as OTLP (`--save`). With the `server` feature (on by default),
 //! [`receive`] runs the OTLP/gRPC and OTLP/HTTP receivers.
 #![forbid(unsafe_code)]
 
 pub mod assemble;
 pub mod decode;
+pub mod diagnose;
 pub mod encode;
 pub mod model;
 #[cfg(feature = "server")]

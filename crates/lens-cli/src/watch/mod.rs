@@ -5,6 +5,7 @@
 //! decode (lens-watch's receivers, in their tasks) → a bounded channel → assemble (one task,
 //! the only writer of the [`Assembler`]) → render (terminal, JSON lines, the page's API).
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal as _, Write as _};
 use std::net::SocketAddr;
@@ -15,10 +16,11 @@ use std::time::{Duration, Instant};
 
 use lens_watch::assemble::{Assembler, Config};
 use lens_watch::decode::Batch;
+use lens_watch::diagnose::{Doctor, DoctorConfig, Finding, Severity};
 use lens_watch::receive;
 use tokio::sync::mpsc;
 
-use crate::view::{Colour, Output, print_trace, status_line};
+use crate::view::{Colour, FindingCounts, Output, print_findings, print_trace, status_line};
 
 mod page;
 
@@ -29,7 +31,8 @@ mod page;
 and OTLP/HTTP (--http, default 127.0.0.1:4318: POST /v1/traces, protobuf or JSON, gzip) from any \
 number of services, groups the spans by trace, and prints each trace once it has received no new \
 span for --quiet-for seconds: its waterfall (or with --json one JSON object a line), and a status \
-line on standard error. The page at http://ADDR/ on the HTTP port lists the traces live. Point \
+line on standard error, each followed by the propagation doctor's findings on it \
+(docs/doctor.md: where context was lost between services and why). The page at http://ADDR/ on the HTTP port lists the traces live. Point \
 any SDK at it: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 (or :4317 with \
 OTEL_EXPORTER_OTLP_PROTOCOL=grpc); `lens demo --otlp http://127.0.0.1:4318` sends it a trace.",
     mut_arg("json", |a| a.help("Print one JSON object per completed trace (a line each) instead of the waterfall")),
@@ -47,6 +50,10 @@ pub(crate) struct Args {
 
     #[command(flatten)]
     json: crate::JsonFlag,
+
+    /// Leave out info findings (a hop linked by its server's trust policy: untrusted-linked)
+    #[arg(long)]
+    quiet: bool,
 
     /// Append every span received to FILE as OTLP/JSON lines (for `lens check FILE`)
     #[arg(long, value_name = "FILE")]
@@ -89,13 +96,35 @@ fn seconds(value: &str) -> Result<Duration, String> {
 /// Batches waiting for the assembler; a full channel holds the receivers back.
 const CHANNEL: usize = 256;
 
-/// The assembler, shared by its one writer (the assembly task) and the page's readers.
+/// The assembler and the latest findings, shared by their one writer (the assembly task) and
+/// the page's readers.
 #[derive(Clone, Debug)]
-pub(crate) struct Store(Arc<Mutex<Assembler>>);
+pub(crate) struct Store(Arc<Mutex<Assembler>>, Arc<Mutex<VecDeque<Finding>>>);
+
+/// The most findings the page is offered (the newest).
+const PAGE_FINDINGS: usize = 1_000;
 
 impl Store {
     pub(crate) fn lock(&self) -> MutexGuard<'_, Assembler> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The latest findings, oldest first.
+    pub(crate) fn findings(&self) -> MutexGuard<'_, VecDeque<Finding>> {
+        self.1.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn add_findings(&self, findings: &[Finding], quiet: bool) {
+        let mut held = self.findings();
+        for f in findings {
+            if quiet && f.severity() == Severity::Info {
+                continue;
+            }
+            if held.len() >= PAGE_FINDINGS {
+                held.pop_front();
+            }
+            held.push_back(f.clone());
+        }
     }
 }
 
@@ -173,7 +202,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
         max_spans_per_trace: usize::try_from(args.max_spans_per_trace).unwrap_or(usize::MAX),
         ..Config::default()
     };
-    let code = runtime.block_on(run(grpc, http, config, output, save));
+    let code = runtime.block_on(run(grpc, http, config, output, args.quiet, save));
     runtime.shutdown_timeout(Duration::from_millis(100));
     code
 }
@@ -183,6 +212,7 @@ async fn run(
     http: std::net::TcpListener,
     config: Config,
     output: Output,
+    quiet: bool,
     mut save: Option<(PathBuf, BufWriter<File>)>,
 ) -> ExitCode {
     let (grpc, http) = match (
@@ -202,7 +232,9 @@ async fn run(
             return ExitCode::FAILURE;
         }
     };
-    let store = Store(Arc::new(Mutex::new(Assembler::new(config))));
+    let store = Store(Arc::new(Mutex::new(Assembler::new(config))), Arc::default());
+    let mut doctor = Doctor::new(DoctorConfig::default());
+    let mut counts = FindingCounts::default();
     let (sender, mut batches) = mpsc::channel::<Batch>(CHANNEL);
     let grpc_sender = sender.clone();
     tokio::spawn(async move {
@@ -264,11 +296,15 @@ async fn run(
             };
             for id in &done {
                 print_trace(&assembler, *id, output, &mut out);
+                let findings = doctor.diagnose(&assembler, *id);
+                print_findings(&findings, output, quiet, &mut out);
+                counts.add(&findings, quiet);
+                store.add_findings(&findings, quiet);
                 if matches!(output, Output::Text { .. }) {
                     out.push('\n');
                 }
             }
-            status_line(&assembler.stats())
+            format!("{}; {counts}", status_line(&assembler.stats()))
         };
         if !out.is_empty() {
             if tty && !shown_status.is_empty() {

@@ -1,7 +1,8 @@
 //! The live page on the HTTP port: `GET /` (one self-contained document: inline style and
 //! script, no external asset), `GET /api/traces` (the list, filtered and sorted),
-//! `GET /api/traces/{id}` (one trace's waterfall, lens-watch's HTML section), `GET /api/status`.
-//! The page polls the list once a second.
+//! `GET /api/traces/{id}` (one trace's waterfall, lens-watch's HTML section), `GET /api/status`,
+//! `GET /api/findings` (the doctor's latest findings, newest first, as `lens check --json` prints
+//! them). The page polls the list and the findings once a second.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -27,6 +28,7 @@ pub(super) fn router(store: Store) -> axum::Router {
         .route("/api/traces", get(list))
         .route("/api/traces/{id}", get(trace))
         .route("/api/status", get(status))
+        .route("/api/findings", get(findings))
         .with_state(store)
 }
 
@@ -163,6 +165,19 @@ async fn trace(State(store): State<Store>, Path(id): Path<String>) -> Response {
     let mut out = String::new();
     render::html::section(&mut out, &layout, &index, HOP_NAMES);
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], out).into_response()
+}
+
+async fn findings(State(store): State<Store>) -> Response {
+    let held = store.findings();
+    let mut out = String::from("[");
+    for (i, f) in held.iter().rev().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&f.to_json());
+    }
+    out.push(']');
+    ([(header::CONTENT_TYPE, "application/json")], out).into_response()
 }
 
 async fn status(State(store): State<Store>) -> Json<Value> {
