@@ -11,7 +11,7 @@ use lens_watch::assemble::{Assembler, Config};
 use lens_watch::decode::decode_json;
 use lens_watch::diagnose::{Doctor, DoctorConfig};
 
-use crate::view::{Colour, FindingCounts, Output, print_findings, print_trace, status_line};
+use crate::view::{ColourFlag, FindingCounts, Output, print_findings, print_trace, status_line};
 
 /// `lens check`: the traces of OTLP/JSON files.
 #[derive(Debug, clap::Args)]
@@ -43,16 +43,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     max_traces: u64,
 
-    /// Colour: auto (when stdout is a terminal and NO_COLOR is unset), always or never
-    #[arg(
-        long,
-        visible_alias = "colour",
-        value_name = "WHEN",
-        value_enum,
-        ignore_case = true,
-        default_value = "auto"
-    )]
-    color: Colour,
+    #[command(flatten)]
+    color: ColourFlag,
 }
 
 /// Why a file cannot be read.
@@ -87,7 +79,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
         Output::Json
     } else {
         Output::Text {
-            colour: args.color.enabled(),
+            colour: args.color.color.enabled(),
         }
     };
     let mut out = String::new();

@@ -157,6 +157,21 @@ impl FromSdk {
     }
 }
 
+/// `--color WHEN` (alias `--colour`), the same in every command that draws a waterfall.
+#[derive(Clone, Copy, Debug, clap::Args)]
+pub(crate) struct ColourFlag {
+    /// Colour: auto (when stdout is a terminal and NO_COLOR is unset), always or never
+    #[arg(
+        long,
+        visible_alias = "colour",
+        value_name = "WHEN",
+        value_enum,
+        ignore_case = true,
+        default_value = "auto"
+    )]
+    pub(crate) color: Colour,
+}
+
 /// Colour: auto (when stdout is a terminal and NO_COLOR is unset), always or never.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Colour {

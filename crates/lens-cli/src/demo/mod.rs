@@ -29,7 +29,7 @@ use collect::{CollectedSpan, Collector};
 use lens_watch::assemble::{Assembler, Config};
 use lens_watch::render;
 
-use crate::view::{Colour, FromSdk, HOP_NAMES, Output, print_trace};
+use crate::view::{Colour, ColourFlag, FromSdk, HOP_NAMES, Output, print_trace};
 
 /// The foot of the `--html` page.
 const HTML_FOOTER: &str = "Written by <code>lens demo --html</code>. Bars: start and duration of each span within its trace; hover a bar for its attributes.";
@@ -139,16 +139,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "S", value_parser = seconds)]
     otlp_timeout: Option<Duration>,
 
-    /// Colour: auto (when stdout is a terminal and NO_COLOR is unset), always or never
-    #[arg(
-        long,
-        visible_alias = "colour",
-        value_name = "WHEN",
-        value_enum,
-        ignore_case = true,
-        default_value = "auto"
-    )]
-    color: Colour,
+    #[command(flatten)]
+    color: ColourFlag,
 }
 
 /// The largest `--requests` and `--concurrency`.
@@ -214,7 +206,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
         concurrency: args.concurrency as usize,
         otlp: otlp::Target::resolve(args.otlp.as_deref()),
         otlp_timeout: args.otlp_timeout,
-        colour: args.color,
+        colour: args.color.color,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -20,7 +20,7 @@ use lens_watch::diagnose::{Doctor, DoctorConfig, Finding, Severity};
 use lens_watch::receive;
 use tokio::sync::mpsc;
 
-use crate::view::{Colour, FindingCounts, Output, print_findings, print_trace, status_line};
+use crate::view::{ColourFlag, FindingCounts, Output, print_findings, print_trace, status_line};
 
 mod page;
 
@@ -71,16 +71,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     max_spans_per_trace: u64,
 
-    /// Colour: auto (when stdout is a terminal and NO_COLOR is unset), always or never
-    #[arg(
-        long,
-        visible_alias = "colour",
-        value_name = "WHEN",
-        value_enum,
-        ignore_case = true,
-        default_value = "auto"
-    )]
-    color: Colour,
+    #[command(flatten)]
+    color: ColourFlag,
 }
 
 /// `--quiet-for`: seconds in [0, 3600].
@@ -193,7 +185,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
         Output::Json
     } else {
         Output::Text {
-            colour: args.color.enabled(),
+            colour: args.color.color.enabled(),
         }
     };
     let config = Config {
