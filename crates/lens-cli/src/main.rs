@@ -28,6 +28,21 @@ mod view;
 mod w3c_service;
 mod watch;
 
+/// The multi-threaded tokio runtime a command runs on; `None` (with the reason printed) when
+/// it cannot start.
+pub(crate) fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => Some(runtime),
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            None
+        }
+    }
+}
+
 /// `--json`, `--json=true` or `--json=false` (and clap's other boolish words): a switch that
 /// scripts can also pass a value to. Each command sets its own help with `mut_arg("json", ...)`.
 #[derive(Debug, clap::Args)]

@@ -45,15 +45,8 @@ pub(crate) struct Args {
 /// Runs `lens w3c-service`.
 pub(crate) fn main(args: Args) -> ExitCode {
     let addr = args.listen;
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = crate::runtime() else {
+        return ExitCode::FAILURE;
     };
     match runtime.block_on(serve(addr)) {
         Ok(()) => ExitCode::SUCCESS,

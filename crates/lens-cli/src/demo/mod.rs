@@ -208,15 +208,8 @@ pub(crate) fn main(args: Args) -> ExitCode {
         otlp_timeout: args.otlp_timeout,
         colour: args.color.color,
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = crate::runtime() else {
+        return ExitCode::FAILURE;
     };
     let ok = runtime.block_on(run(&options));
     // The demo's servers run until the runtime goes.
