@@ -17,13 +17,17 @@ use std::time::{Duration, Instant};
 use crate::{Failure, Result, cargo, run, workspace_root};
 
 pub(crate) const HELP: &str = "\
-usage: cargo xtask interop
+usage: cargo xtask interop [--only SCENARIO]
 
 Checks lens against the real Python library NVIDIA NeMo Lens 0.1.0, live: HTTP both ways (FastAPI +
 aiohttp with NeMo Lens, axum + reqwest with lens), gRPC both ways (grpcio with NeMo Lens's
 inject_context / extract_context on the metadata, tonic with lens-tonic; unary and
 server-streaming), NCCL context bytes both ways, Ray-style remote-call carriers both ways, and
-both SDKs' OTLP exporters into `lens watch`. Scenarios and checks: docs/interop-with-python.md.
+both SDKs' OTLP exporters into `lens watch`, and the propagation doctor (`lens check`) on four
+live hops, two of them broken. Scenarios and checks: docs/interop-with-python.md.
+
+--only SCENARIO runs one scenario: nccl, ray, http-python-first, http-rust-first,
+grpc-python-to-rust, grpc-rust-to-python, watch or doctor (default: all).
 
 Needs a Python >= 3.13 (nemo-lens 0.1.0 requires it), looked for in this order:
   $LENS_INTEROP_PYTHON, python3.14 / python3.13 / python3 / python on PATH, then
@@ -63,16 +67,23 @@ pub(crate) struct Python {
 
 /// `cargo xtask interop`.
 pub(crate) fn interop(args: &[String]) -> Result {
-    if let Some(arg) = args.first() {
-        if crate::is_help(arg) {
+    let only = match args {
+        [] => None,
+        [arg] if crate::is_help(arg) => {
             println!("{HELP}");
             return Ok(());
         }
-        return Err(Failure::Usage(
-            format!("`interop` takes no arguments (got `{arg}`)"),
-            HELP,
-        ));
-    }
+        [flag, scenario] if flag == "--only" && !scenario.starts_with('-') => Some(scenario),
+        _ => {
+            return Err(Failure::Usage(
+                format!(
+                    "`interop` takes only `--only SCENARIO` (got `{}`)",
+                    args.join(" ")
+                ),
+                HELP,
+            ));
+        }
+    };
     let python = find_python(MIN_PYTHON).map_err(|why| {
         Failure::Step(format!(
             "interop: {why}; install Python >= {}.{} (e.g. `pyenv install 3.13`) or set LENS_INTEROP_PYTHON",
@@ -113,6 +124,10 @@ pub(crate) fn interop(args: &[String]) -> Result {
         .arg("--lens")
         .arg(bin("lens"))
         .current_dir(&root);
+    // The harness checks the name (and lists the scenarios when it is not one).
+    if let Some(scenario) = only {
+        command.arg("--only").arg(scenario);
+    }
     run_bounded("interop", command, HARNESS_TIMEOUT)
 }
 

@@ -14,6 +14,11 @@ Endpoints (each answers with what it saw, `describe()` of the current Context):
   POST /start    {"baggage": [[k, v], ...]}: sets that baggage, POSTs {rust}/relay
   POST /relay    POSTs {rust}/leaf
   POST /leaf     calls nothing
+  POST /call     {"url": URL, "propagate": bool}: POSTs {} to URL through an aiohttp session of
+                 its own; with "propagate": false the aiohttp instrumentation still records its
+                 CLIENT span, but the W3C headers it injected are dropped before the request is
+                 sent (a client that does not inject, as the `doctor` scenario needs); answers
+                 {"status": <status>, "answer": <the JSON answer>}
 """
 
 from __future__ import annotations
@@ -30,6 +35,11 @@ import aiohttp  # noqa: E402
 import uvicorn  # noqa: E402
 from fastapi import FastAPI, Request  # noqa: E402
 from opentelemetry import baggage, context  # noqa: E402
+
+from opentelemetry.instrumentation.aiohttp_client import (  # noqa: E402
+    AioHttpClientInstrumentor,
+    create_trace_config,
+)
 
 from nemo.lens.contrib.aiohttp import instrument_aiohttp_client  # noqa: E402
 from nemo.lens.contrib.fastapi import instrument_fastapi  # noqa: E402
@@ -58,6 +68,22 @@ def main() -> int:
             async with session.post(f"{rust_url}{path}", json={}) as response:
                 response.raise_for_status()
                 return await response.json()
+
+    @app.post("/call")
+    async def call(request: Request) -> dict:
+        body = await request.json()
+        if body.get("propagate", True):
+            session = aiohttp.ClientSession(timeout=timeout)
+        else:
+            # The instrumentation's own trace config (CLIENT span, then inject), then one that
+            # drops what it injected; the one instrument_aiohttp_client adds is taken out.
+            session = aiohttp.ClientSession(
+                timeout=timeout, trace_configs=[create_trace_config(), _drop_propagation()]
+            )
+            AioHttpClientInstrumentor.uninstrument_session(session)
+        async with session:
+            async with session.post(body["url"], json={}) as response:
+                return {"status": response.status, "answer": await response.json()}
 
     @app.get("/health")
     async def health() -> dict:
@@ -103,6 +129,18 @@ def main() -> int:
     count = common.write_spans(exporter, handle, args.spans)
     print(f"SPANS {count}", flush=True)
     return 0
+
+
+def _drop_propagation() -> aiohttp.TraceConfig:
+    """An aiohttp trace config that removes the W3C headers from each request before it is sent."""
+
+    async def on_request_start(_session, _ctx, params) -> None:
+        for name in ("traceparent", "tracestate", "baggage"):
+            params.headers.popall(name, None)
+
+    config = aiohttp.TraceConfig()
+    config.on_request_start.append(on_request_start)
+    return config
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ const BAGGAGE: &[(&str, &str)] = &[
     ("pct", "100% sure"),
 ];
 
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -209,15 +209,84 @@ pub(crate) async fn run(
         .route("/leaf", post(leaf))
         .with_state(state.clone())
         .layer(layer);
+    let rust = serve(router).await?;
+    let rust_url = rust.url.clone();
+    let service =
+        PythonService::start(python, scripts, &rust_url, out, otlp, &reqwest_client).await?;
+    let python_url = service.url.clone();
+    let _ignored = state.python_url.set(python_url.clone());
+
+    let (first, path) = match direction {
+        Direction::PythonFirst => (&python_url, "/start"),
+        Direction::RustFirst => (&rust_url, "/start"),
+    };
+    let answer = post_json(
+        &reqwest_client,
+        &format!("{first}{path}"),
+        &json!({"baggage": pairs(BAGGAGE)}),
+        checks,
+        "the first service answers 200",
+    )
+    .await?;
+    drop(reqwest_client);
+
+    // Stop both services: Python flushes its spans to the file, axum finishes its connections
+    // (so every SERVER span has ended).
+    let mut all = service.stop(checks)?;
+    rust.stop(checks).await;
+    all.extend(finish_rust(&provider, &exporter, otlp, out).await?);
+
+    match direction {
+        Direction::PythonFirst => check_python_first(checks, &answer, &all),
+        Direction::RustFirst => check_rust_first(checks, &answer, &all),
+    }
+    Ok(all)
+}
+
+/// POSTs `body` to `url` as JSON; checks (as `check`) that the answer is a success; its JSON.
+pub(crate) async fn post_json(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    checks: &mut Checks,
+    check: &str,
+) -> Result<Value> {
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(Error::http(format!("POST {url}")))?;
+    let status = response.status();
+    let body = response
+        .bytes()
+        .await
+        .map_err(Error::http("reading the answer"))?;
+    checks.check(check, status.is_success(), || {
+        format!("{status}: {}", String::from_utf8_lossy(&body))
+    });
+    serde_json::from_slice(&body).map_err(Error::json(format!("the answer of {url}")))
+}
+
+/// An axum router served on 127.0.0.1 (port 0) until [`Served::stop`].
+pub(crate) struct Served {
+    /// `http://127.0.0.1:PORT`.
+    pub(crate) url: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+/// Serves `router` (with the peer address as connect info, for trust policies).
+pub(crate) async fn serve(router: Router) -> Result<Served> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(Error::io("binding the rust service"))?;
-    let rust_addr = listener
+    let addr = listener
         .local_addr()
         .map_err(Error::io("rust service address"))?;
-    let rust_url = format!("http://{rust_addr}");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         axum::serve(
             listener,
             router.into_make_service_with_connect_info::<SocketAddr>(),
@@ -227,71 +296,96 @@ pub(crate) async fn run(
         })
         .await
     });
+    Ok(Served {
+        url: format!("http://{addr}"),
+        stop,
+        task,
+    })
+}
 
-    let spans_path = out.join("python-spans.json");
-    let mut args = vec![
-        "--rust-url".to_owned(),
-        rust_url.clone(),
-        "--spans".to_owned(),
-        spans_path.to_string_lossy().into_owned(),
-    ];
-    if let Some(otlp) = otlp {
-        args.extend([
-            "--otlp-protocol".to_owned(),
-            otlp.python.0.to_owned(),
-            "--otlp-endpoint".to_owned(),
-            otlp.python.1.clone(),
-        ]);
+impl Served {
+    /// Stops serving once the open connections finish (so every SERVER span has ended).
+    pub(crate) async fn stop(self, checks: &mut Checks) {
+        let _ignored = self.stop.send(());
+        match tokio::time::timeout(SHUTDOWN_TIMEOUT, self.task).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => checks.fail("rust service", e),
+            Ok(Err(e)) => checks.fail("rust service task", e),
+            Err(_) => checks.fail("rust service", "did not shut down in time"),
+        }
     }
-    let mut service = PythonProcess::spawn(python, &scripts.join("service.py"), args)?;
-    let port = tokio::task::block_in_place(|| service.read_tagged("LISTENING", START_TIMEOUT))?;
-    let python_url = format!("http://127.0.0.1:{port}");
-    let _ignored = state.python_url.set(python_url.clone());
-    wait_ready(&reqwest_client, &python_url).await?;
+}
 
-    let (first, path) = match direction {
-        Direction::PythonFirst => (&python_url, "/start"),
-        Direction::RustFirst => (&rust_url, "/start"),
-    };
-    let response = reqwest_client
-        .post(format!("{first}{path}"))
-        .header("content-type", "application/json")
-        .body(json!({"baggage": pairs(BAGGAGE)}).to_string())
-        .send()
-        .await
-        .map_err(Error::http(format!("POST {first}{path}")))?;
-    let status = response.status();
-    let body = response
-        .bytes()
-        .await
-        .map_err(Error::http("reading the answer"))?;
-    checks.check("the first service answers 200", status.is_success(), || {
-        format!("{status}: {}", String::from_utf8_lossy(&body))
-    });
-    let answer: Value = serde_json::from_slice(&body).map_err(Error::json("answer"))?;
-    drop(reqwest_client);
+/// tests/interop/python/service.py, running and ready; its spans go to `<out>/python-spans.json`.
+pub(crate) struct PythonService {
+    process: PythonProcess,
+    /// `http://127.0.0.1:PORT`.
+    pub(crate) url: String,
+    spans: std::path::PathBuf,
+}
 
-    // Stop both services: Python flushes its spans to the file, axum finishes its connections
-    // (so every SERVER span has ended).
-    let python_spans = tokio::task::block_in_place(|| -> Result<Vec<SpanRecord>> {
-        service.close_stdin();
-        let count = service.read_tagged("SPANS", START_TIMEOUT)?;
-        service.finish()?;
-        let spans = spans::read_python(&spans_path)?;
-        checks.eq(
-            "python reports the spans it wrote",
-            &count,
-            &spans.len().to_string(),
-        );
-        Ok(spans)
-    })?;
-    let _ignored = stop.send(());
-    match tokio::time::timeout(SHUTDOWN_TIMEOUT, server).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(e))) => checks.fail("rust service", e),
-        Ok(Err(e)) => checks.fail("rust service task", e),
-        Err(_) => checks.fail("rust service", "did not shut down in time"),
+impl PythonService {
+    /// Starts service.py (calling the Rust service at `rust_url`; with `otlp`, also exporting
+    /// there) and waits until it answers `GET /health`.
+    pub(crate) async fn start(
+        python: &Path,
+        scripts: &Path,
+        rust_url: &str,
+        out: &Path,
+        otlp: Option<&OtlpTargets>,
+        client: &reqwest::Client,
+    ) -> Result<Self> {
+        let spans = out.join("python-spans.json");
+        let mut args = vec![
+            "--rust-url".to_owned(),
+            rust_url.to_owned(),
+            "--spans".to_owned(),
+            spans.to_string_lossy().into_owned(),
+        ];
+        if let Some(otlp) = otlp {
+            args.extend([
+                "--otlp-protocol".to_owned(),
+                otlp.python.0.to_owned(),
+                "--otlp-endpoint".to_owned(),
+                otlp.python.1.clone(),
+            ]);
+        }
+        let mut process = PythonProcess::spawn(python, &scripts.join("service.py"), args)?;
+        let port = tokio::task::block_in_place(|| process.read_tagged("LISTENING", START_TIMEOUT))?;
+        let url = format!("http://127.0.0.1:{port}");
+        wait_ready(client, &url).await?;
+        Ok(PythonService {
+            process,
+            url,
+            spans,
+        })
     }
+
+    /// Stops the service: it flushes every span (and exports them) and writes them; those spans.
+    pub(crate) fn stop(mut self, checks: &mut Checks) -> Result<Vec<SpanRecord>> {
+        tokio::task::block_in_place(|| {
+            self.process.close_stdin();
+            let count = self.process.read_tagged("SPANS", START_TIMEOUT)?;
+            self.process.finish()?;
+            let spans = spans::read_python(&self.spans)?;
+            checks.eq(
+                "python reports the spans it wrote",
+                &count,
+                &spans.len().to_string(),
+            );
+            Ok(spans)
+        })
+    }
+}
+
+/// The Rust side's finished spans (written to `<out>/rust-spans.json`); with `otlp`, also
+/// exported there.
+pub(crate) async fn finish_rust(
+    provider: &opentelemetry_sdk::trace::SdkTracerProvider,
+    exporter: &opentelemetry_sdk::trace::InMemorySpanExporter,
+    otlp: Option<&OtlpTargets>,
+    out: &Path,
+) -> Result<Vec<SpanRecord>> {
     let _ignored = provider.force_flush();
     if let Some(otlp) = otlp {
         let finished = exporter.get_finished_spans().map_err(|e| Error::Http {
@@ -300,14 +394,7 @@ pub(crate) async fn run(
         })?;
         export_rust(finished, &otlp.rust).await?;
     }
-    let mut all = python_spans;
-    all.extend(spans::take_rust(&exporter, &out.join("rust-spans.json"))?);
-
-    match direction {
-        Direction::PythonFirst => check_python_first(checks, &answer, &all),
-        Direction::RustFirst => check_rust_first(checks, &answer, &all),
-    }
-    Ok(all)
+    spans::take_rust(exporter, &out.join("rust-spans.json"))
 }
 
 /// Polls `GET /health` until it answers 200 (bounded).

@@ -27,6 +27,10 @@
 //! * `watch`: both HTTP scenarios again, every span of both languages also exported over OTLP
 //!   (gRPC and HTTP, each SDK's own exporter) to a running `lens watch` (`--lens PATH`): one
 //!   whole trace each in its `--json`, on its page, and from `lens check` on its `--save` file.
+//! * `doctor`: four hops into one `lens watch --save` (healthy Python -> Rust and Rust -> Python, a
+//!   Python client that sends no context to a lens server, a lens server whose policy links):
+//!   `lens check --json` on the saved file finds the one `lost-context`, the one
+//!   `untrusted-linked`, and nothing else.
 //!
 //! Where docs/propagation-rules.md#differences-from-nemo-lens says lens differs, the check expects lens's documented behaviour and the
 //! scenario names the row. The last line is `interop: N passed, M failed`; the exit status is 1
@@ -35,6 +39,7 @@
 
 mod check;
 mod describe;
+mod doctor;
 mod error;
 mod grpc;
 mod http;
@@ -56,7 +61,7 @@ use python::{PythonProcess, START_TIMEOUT};
 const USAGE: &str =
     "usage: lens-interop --python PYTHON --scripts DIR --out DIR [--lens LENS] [--only SCENARIO]
 scenarios: nccl, ray, http-python-first, http-rust-first, grpc-python-to-rust, grpc-rust-to-python,
-watch (default: all; watch needs --lens)";
+watch, doctor (default: all; watch and doctor need --lens)";
 
 const SCENARIOS: &[&str] = &[
     "nccl",
@@ -66,6 +71,7 @@ const SCENARIOS: &[&str] = &[
     "grpc-python-to-rust",
     "grpc-rust-to-python",
     "watch",
+    "doctor",
 ];
 
 struct Options {
@@ -185,17 +191,23 @@ async fn main() -> ExitCode {
         }
         results.push(checks);
     }
-    if wanted("watch") {
-        let mut checks = Checks::new("watch");
-        let run = match (&options.lens, scenario_dir(&options.out, "watch")) {
+    // The scenarios that run `lens watch` and `lens check`.
+    for name in ["watch", "doctor"] {
+        if !wanted(name) {
+            continue;
+        }
+        let mut checks = Checks::new(name);
+        let (python, scripts) = (&options.python, &options.scripts);
+        let run = match (&options.lens, scenario_dir(&options.out, name)) {
             (None, _) => Err(Error::Http {
-                what: "the watch scenario".into(),
+                what: format!("the {name} scenario"),
                 message: "needs --lens PATH (the lens binary)".into(),
             }),
             (_, Err(e)) => Err(e),
-            (Some(lens), Ok(out)) => {
-                watch::run(lens, &options.python, &options.scripts, &out, &mut checks).await
+            (Some(lens), Ok(out)) if name == "watch" => {
+                watch::run(lens, python, scripts, &out, &mut checks).await
             }
+            (Some(lens), Ok(out)) => doctor::run(lens, python, scripts, &out, &mut checks).await,
         };
         if let Err(e) = run {
             checks.fail("scenario could not finish", e);

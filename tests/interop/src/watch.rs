@@ -22,10 +22,10 @@ use crate::spans::SpanRecord;
 const WATCH_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The Python service's name (tests/interop/python/service.py).
-const PYTHON_SERVICE: &str = "lens-interop-python";
+pub(crate) const PYTHON_SERVICE: &str = "lens-interop-python";
 
-/// A running `lens watch`, killed on drop.
-struct Watch {
+/// A running `lens watch --json --save FILE`, killed on drop.
+pub(crate) struct Watch {
     child: Child,
     stdout: mpsc::Receiver<String>,
     grpc: String,
@@ -61,7 +61,9 @@ fn timeout(what: &str) -> Error {
     }
 }
 
-fn start(lens: &Path, save: &Path) -> Result<Watch> {
+/// Starts `lens watch --json --quiet-for 2 --save save` on free ports (`save` emptied first).
+pub(crate) fn start(lens: &Path, save: &Path) -> Result<Watch> {
+    let _ignored = std::fs::remove_file(save);
     let mut child = Command::new(lens)
         .args(["watch", "--json", "--quiet-for", "2"])
         .args(["--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", "--save"])
@@ -105,21 +107,84 @@ fn start(lens: &Path, save: &Path) -> Result<Watch> {
     }
 }
 
-/// Reads `--json` lines until trace `id` comes with `count` spans (a trace shown before its late
-/// spans arrived comes again, whole); that trace.
-fn wait_for(watch: &Watch, id: &str, count: usize) -> Result<Value> {
-    let deadline = Instant::now() + WATCH_TIMEOUT;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let line = watch
-            .stdout
-            .recv_timeout(left)
-            .map_err(|_| timeout(&format!("trace {id} with {count} spans from lens watch")))?;
-        let trace: Value = serde_json::from_str(&line).map_err(Error::json("lens watch --json"))?;
-        if trace["trace_id"] == id && trace["spans"].as_array().map(Vec::len) == Some(count) {
-            return Ok(trace);
-        }
+impl Watch {
+    /// Its OTLP/gRPC endpoint, `http://ADDR`.
+    pub(crate) fn grpc_url(&self) -> String {
+        format!("http://{}", self.grpc)
     }
+
+    /// Its OTLP/HTTP endpoint, `http://ADDR/v1/traces`.
+    pub(crate) fn http_url(&self) -> String {
+        format!("http://{}/v1/traces", self.http)
+    }
+
+    /// Reads `--json` lines until each trace of `expected` (trace id, span count) has come with
+    /// that many spans (a trace shown before its late spans arrived comes again, whole); every
+    /// line read (traces and findings), in order.
+    pub(crate) fn read_until(&self, expected: &[(String, usize)]) -> Result<Vec<Value>> {
+        let deadline = Instant::now() + WATCH_TIMEOUT;
+        let mut lines = Vec::new();
+        let mut waiting: Vec<&(String, usize)> = expected.iter().collect();
+        while let Some((id, count)) = waiting.first() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .stdout
+                .recv_timeout(left)
+                .map_err(|_| timeout(&format!("trace {id} with {count} spans from lens watch")))?;
+            let value: Value =
+                serde_json::from_str(&line).map_err(Error::json("lens watch --json"))?;
+            let spans = value["spans"].as_array().map(Vec::len);
+            waiting.retain(|(id, count)| value["trace_id"] != id.as_str() || spans != Some(*count));
+            lines.push(value);
+        }
+        Ok(lines)
+    }
+
+    /// Stops `lens watch`; the `--json` lines it had written and [`Watch::read_until`] had not
+    /// read.
+    pub(crate) fn finish(mut self) -> Result<Vec<Value>> {
+        let _ignored = self.child.kill();
+        let _ignored = self.child.wait();
+        // Its standard output has closed: the reader thread ends and the channel with it.
+        self.stdout
+            .iter()
+            .map(|l| serde_json::from_str(&l).map_err(Error::json("lens watch --json")))
+            .collect()
+    }
+}
+
+/// What `lens check` printed.
+pub(crate) struct Checked {
+    /// Its exit code.
+    pub(crate) code: Option<i32>,
+    /// Its standard output, one JSON value a line (with `--json`).
+    pub(crate) lines: Vec<Value>,
+    /// Its standard error.
+    pub(crate) stderr: String,
+}
+
+/// Runs `lens check ARGS FILE` (ARGS with `--json`).
+pub(crate) fn lens_check(lens: &Path, args: &[&str], file: &Path) -> Result<Checked> {
+    let output = Command::new(lens)
+        .arg("check")
+        .args(args)
+        .arg(file)
+        .output()
+        .map_err(Error::io("running lens check"))?;
+    let lines = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).map_err(Error::json("lens check --json")))
+        .collect::<Result<Vec<Value>>>()?;
+    Ok(Checked {
+        code: output.status.code(),
+        lines,
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    })
+}
+
+/// The last line of `lines` that shows trace `id`.
+pub(crate) fn last_trace<'a>(lines: &'a [Value], id: &str) -> Option<&'a Value> {
+    lines.iter().rev().find(|l| l["trace_id"] == id)
 }
 
 /// Every span both SDKs recorded is in `trace`, with the parent and kind they recorded.
@@ -167,10 +232,8 @@ pub(crate) async fn run(
     checks: &mut Checks,
 ) -> Result<()> {
     let save = out.join("watch.jsonl");
-    let _ignored = std::fs::remove_file(&save);
     let watch = start(lens, &save)?;
-    let grpc = format!("http://{}", watch.grpc);
-    let http_url = format!("http://{}/v1/traces", watch.http);
+    let (grpc, http_url) = (watch.grpc_url(), watch.http_url());
     let runs = [
         (
             "python-first",
@@ -199,7 +262,12 @@ pub(crate) async fn run(
             checks.fail(label, "no spans recorded");
             continue;
         };
-        let trace = tokio::task::block_in_place(|| wait_for(&watch, &id, records.len()))?;
+        let lines =
+            tokio::task::block_in_place(|| watch.read_until(&[(id.clone(), records.len())]))?;
+        let Some(trace) = last_trace(&lines, &id).cloned() else {
+            checks.fail(label, "lens watch did not show the trace");
+            continue;
+        };
         check_trace(checks, label, &trace, &records);
         checks.spans += records.len();
 
@@ -227,20 +295,13 @@ pub(crate) async fn run(
     drop(watch);
 
     // What --save wrote reads back, with `lens check --json`, as the same traces.
-    let output = Command::new(lens)
-        .args(["check", "--json"])
-        .arg(&save)
-        .output()
-        .map_err(Error::io("running lens check"))?;
+    let checked = lens_check(lens, &["--json"], &save)?;
     checks.check(
         "lens check reads what --save wrote",
-        output.status.success(),
-        || String::from_utf8_lossy(&output.stderr).into_owned(),
+        checked.code == Some(0),
+        || checked.stderr.clone(),
     );
-    let checked: Vec<Value> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let checked = checked.lines;
     for (label, id, trace) in &traces {
         let again = checked.iter().find(|t| t["trace_id"] == id.as_str());
         checks.eq(
