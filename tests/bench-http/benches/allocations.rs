@@ -4,8 +4,8 @@
 //! (opentelemetry-instrumentation-tower, axum-tracing-opentelemetry; lens and
 //! opentelemetry-instrumentation-tower also with metrics on), measured by a counting
 //! global allocator over the socket-free drivers of `support/drivers.rs` (every span sampled,
-//! batch span processor into a discarding exporter). Prints one line per driver, and what each
-//! adds to the bare service.
+//! batch span processor into a discarding exporter; metrics into the provider of
+//! `support/meters.rs`). Prints one line per driver, and what each adds to the bare service.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -16,6 +16,8 @@
 
 #[path = "support/drivers.rs"]
 mod drivers;
+#[path = "support/meters.rs"]
+mod meters;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -112,7 +114,7 @@ fn main() {
     let mut axum = drivers::axum_drivers(&provider);
     let mut reqwest = drivers::reqwest_drivers(&provider);
     let mut floors = drivers::span_floor_drivers(&provider);
-    let meters = drivers::meter_provider();
+    let meters = meters::meter_provider();
     axum.extend(drivers::axum_metrics_drivers(&provider, &meters));
     reqwest.push(drivers::reqwest_metrics_driver(&provider, &meters));
     let mut peers = [

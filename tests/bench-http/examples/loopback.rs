@@ -6,9 +6,8 @@
 //! perf stat -e task-clock,cycles,instructions target/release/examples/loopback lens_layer 50000
 //! ```
 //!
-//! Variants: `bare_axum`, `span_floor`, `lens_layer`, `axum_tracing_opentelemetry` (server side),
-//! `reqwest_middleware`, `span_floor_middleware`, `lens_middleware` (client side, against a bare
-//! server). The process warms the variant up (2000 requests), then sends the given number of
+//! Variants: `loopback::SERVER_VARIANTS` and `loopback::CLIENT_VARIANTS` (e.g. `lens_layer`,
+//! `lens_layer_metrics`, `lens_middleware`; client variants run against a bare server). The process warms the variant up (2000 requests), then sends the given number of
 //! requests and prints the wall time and the process CPU time per request.
 #![allow(
     clippy::unwrap_used,
@@ -33,9 +32,9 @@ fn main() {
     }
     let Some(v) = variants.first() else {
         panic!(
-            "unknown variant {name}; one of bare_axum, span_floor, lens_layer, \
-             axum_tracing_opentelemetry, reqwest_middleware, span_floor_middleware, \
-             lens_middleware"
+            "unknown variant {name}; one of {}, {}",
+            loopback::SERVER_VARIANTS.join(", "),
+            loopback::CLIENT_VARIANTS.join(", ")
         );
     };
     (v.run)(2000);

@@ -300,14 +300,21 @@ pub(crate) fn span_floor_drivers(provider: &SdkTracerProvider) -> Vec<Driver> {
     ]
 }
 
-/// Every driver: the pairs (bare, lens), the span floors, opentelemetry-instrumentation-tower.
+/// Every driver: the pairs (bare, lens), the span floors, opentelemetry-instrumentation-tower, and
+/// lens and opentelemetry-instrumentation-tower with metrics on (into `meters`).
 #[allow(dead_code)]
-pub(crate) fn all(provider: &SdkTracerProvider) -> Vec<Driver> {
+pub(crate) fn all(
+    provider: &SdkTracerProvider,
+    meters: &opentelemetry_sdk::metrics::SdkMeterProvider,
+) -> Vec<Driver> {
     let mut v = axum_drivers(provider);
     v.extend(reqwest_drivers(provider));
     v.extend(grpc_drivers(provider));
     v.extend(span_floor_drivers(provider));
     v.push(instrumentation_tower_driver(provider));
+    v.extend(axum_metrics_drivers(provider, meters));
+    v.push(reqwest_metrics_driver(provider, meters));
+    v.push(instrumentation_tower_metrics_driver(provider, meters));
     v
 }
 
@@ -333,20 +340,6 @@ pub(crate) fn axum_tracing_opentelemetry_driver() -> Driver {
             .layer(axum_tracing_opentelemetry::middleware::OtelInResponseLayer)
             .layer(axum_tracing_opentelemetry::middleware::OtelAxumLayer::default()),
     )
-}
-
-/// A meter provider that records but never exports during a run (a periodic reader at its
-/// default 60 s interval into the SDK's in-memory exporter): the cost of recording alone.
-#[allow(dead_code)]
-pub(crate) fn meter_provider() -> opentelemetry_sdk::metrics::SdkMeterProvider {
-    opentelemetry_sdk::metrics::SdkMeterProvider::builder()
-        .with_reader(
-            opentelemetry_sdk::metrics::PeriodicReader::builder(
-                opentelemetry_sdk::metrics::InMemoryMetricExporter::default(),
-            )
-            .build(),
-        )
-        .build()
 }
 
 /// lens's axum layer with metrics on: the duration alone, then with the opt-in active requests

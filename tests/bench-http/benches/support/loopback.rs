@@ -15,7 +15,8 @@
 //!   production setup (`info`, `otel::tracing=trace`), so that hyper-util's `debug!`/`trace!`
 //!   events do not cost every variant a dispatch;
 //! * each traced variant has its own SDK provider (every span sampled, `BatchSpanProcessor`
-//!   into a discarding exporter): an export thread only works for the spans its variant made.
+//!   into a discarding exporter): an export thread only works for the spans its variant made;
+//!   each variant with metrics on has its own meter provider (`support/meters.rs`).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -26,11 +27,14 @@ use lens_reqwest::ClientMiddleware;
 use opentelemetry::Context;
 use opentelemetry::trace::{TraceContextExt, Tracer, TracerProvider as _};
 use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::{
     BatchSpanProcessor, SdkTracer, SdkTracerProvider, SpanData, SpanExporter,
 };
 use tokio::runtime::Runtime;
 
+#[path = "meters.rs"]
+mod meters;
 #[path = "span_floor.rs"]
 mod span_floor;
 
@@ -172,12 +176,14 @@ fn install_tracing_subscriber(tracer: SdkTracer) {
     tracing::subscriber::set_global_default(subscriber).unwrap();
 }
 
-/// opentelemetry-instrumentation-tower's server layer: tracing only (lens records no metrics),
-/// spans from a provider of its own. It takes its tracer from the global tracer provider when it
-/// is built, so the provider is installed globally just before (no other variant uses the global
-/// one); it extracts with the global propagator, which the benches set to lens's
-/// (`lens_core::install`), as axum-tracing-opentelemetry does.
-pub(crate) fn instrumentation_tower_layer() -> (
+/// opentelemetry-instrumentation-tower's server layer with traces, and with metrics when
+/// `meters` is given, each from a provider of its own. It takes its tracer and meter from the
+/// global providers when it is built, so they are installed globally just before (no other
+/// variant uses the global ones); it extracts with the global propagator, which the benches set to
+/// lens's (`lens_core::install`), as axum-tracing-opentelemetry does.
+pub(crate) fn instrumentation_tower_layer(
+    meters: Option<SdkMeterProvider>,
+) -> (
     opentelemetry_instrumentation_tower::http::server::Layer,
     SdkTracerProvider,
 ) {
@@ -185,11 +191,22 @@ pub(crate) fn instrumentation_tower_layer() -> (
         .with_span_processor(BatchSpanProcessor::builder(Discard).build())
         .build();
     opentelemetry::global::set_tracer_provider(provider.clone());
+    if let Some(meters) = &meters {
+        opentelemetry::global::set_meter_provider(meters.clone());
+    }
     let layer = opentelemetry_instrumentation_tower::http::server::LayerBuilder::builder()
-        .with_metrics(false)
+        .with_metrics(meters.is_some())
         .build()
         .unwrap();
     (layer, provider)
+}
+
+/// A meter provider of its own for one variant (`support/meters.rs`), leaked as the tracer
+/// providers are.
+fn variant_meters() -> SdkMeterProvider {
+    let provider = meters::meter_provider();
+    std::mem::forget(provider.clone());
+    provider
 }
 
 /// A server variant: `router` on its own listener, loaded by its own client with a sampled
@@ -212,137 +229,145 @@ fn server_variant(
     )
 }
 
-/// Bare axum (the baseline), axum + the span floor, the span floor with the conventions'
-/// attribute vector, and the least layer with the behaviour `ServerLayer` must have (three
-/// references: `support/span_floor.rs`), axum + `ServerLayer`, axum +
-/// opentelemetry-instrumentation-tower's layer, axum + axum-tracing-opentelemetry's layers.
-/// Which of them are built is chosen by `names` (all when empty).
+/// Every server variant, by name:
+/// * `bare_axum`: axum alone (the throughput baseline);
+/// * `span_floor`, `floor_with_attributes`, `minimal_conventions`: the span floor, the floor with
+///   the conventions' attribute vector, and the least layer with the behaviour `ServerLayer` must
+///   have (three references: `support/span_floor.rs`);
+/// * `lens_layer`: axum + `ServerLayer`; `lens_layer_metrics`: the same with `with_meter` (the
+///   request duration); `lens_layer_metrics_all`: with the opt-in active requests and body sizes
+///   too (what opentelemetry-instrumentation-tower records);
+/// * `otel_instrumentation_tower`: opentelemetry-instrumentation-tower's layer, traces only;
+///   `otel_instrumentation_tower_metrics`: with its metrics (duration, active requests, body
+///   sizes);
+/// * `axum_tracing_opentelemetry`: axum-tracing-opentelemetry's layers.
+pub(crate) const SERVER_VARIANTS: &[&str] = &[
+    "bare_axum",
+    "span_floor",
+    "floor_with_attributes",
+    "minimal_conventions",
+    "lens_layer",
+    "lens_layer_metrics",
+    "lens_layer_metrics_all",
+    "otel_instrumentation_tower",
+    "otel_instrumentation_tower_metrics",
+    "axum_tracing_opentelemetry",
+];
+
+/// The server variants named in `names` (of [`SERVER_VARIANTS`]; others are skipped), in that
+/// order. Each traced variant has its own tracer provider, and meter provider when metrics are on.
 pub(crate) fn server_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Variant> {
-    let wanted = |n: &str| names.is_empty() || names.contains(&n);
-    let mut out = Vec::new();
-    if wanted("bare_axum") {
-        out.push(server_variant(rt, "bare_axum", hello(), None));
-    }
-    for (name, attributes) in [("span_floor", false), ("floor_with_attributes", true)] {
-        if wanted(name) {
-            let (tracer, provider) = tracer(name);
-            let layer = span_floor::SpanFloorLayer { tracer, attributes };
-            out.push(server_variant(
-                rt,
-                name,
-                hello().layer(layer),
-                Some(provider),
-            ));
-        }
-    }
-    if wanted("minimal_conventions") {
-        let (tracer, provider) = tracer("minimal-conventions");
-        let layer = span_floor::MinimalServerLayer(tracer);
-        let router = hello().layer(layer);
-        out.push(server_variant(
-            rt,
-            "minimal_conventions",
-            router,
-            Some(provider),
-        ));
-    }
-    if wanted("lens_layer") {
-        let (tracer, provider) = tracer("lens-axum");
-        let layer = ServerLayer::new().with_tracer(tracer);
-        out.push(server_variant(
-            rt,
-            "lens_layer",
-            hello().layer(layer),
-            Some(provider),
-        ));
-    }
-    if wanted("otel_instrumentation_tower") {
-        let (layer, provider) = instrumentation_tower_layer();
-        let router = hello().layer(layer);
-        out.push(server_variant(
-            rt,
-            "otel_instrumentation_tower",
-            router,
-            Some(provider),
-        ));
-    }
-    if wanted("axum_tracing_opentelemetry") {
-        let (tracer, provider) = tracer("axum-tracing-opentelemetry");
-        install_tracing_subscriber(tracer);
-        let router = hello()
-            .layer(axum_tracing_opentelemetry::middleware::OtelInResponseLayer)
-            .layer(axum_tracing_opentelemetry::middleware::OtelAxumLayer::default());
-        out.push(server_variant(
-            rt,
-            "axum_tracing_opentelemetry",
-            router,
-            Some(provider),
-        ));
-    }
-    out
+    names
+        .iter()
+        .filter_map(|&name| server_variant_named(rt, name))
+        .collect()
 }
 
-/// reqwest through reqwest-middleware alone (the baseline), with the span floor's middleware and
-/// with the plain conventions-following middleware (two references: `support/span_floor.rs`) and
-/// with `ClientMiddleware`, all against one bare axum server; every request's extensions hold a
-/// Context with a sampled span.
+fn server_variant_named(rt: &'static Runtime, name: &str) -> Option<Variant> {
+    let name = *SERVER_VARIANTS.iter().find(|n| **n == name)?;
+    let (router, provider) = match name {
+        "bare_axum" => (hello(), None),
+        "span_floor" | "floor_with_attributes" => {
+            let (tracer, provider) = tracer(name);
+            let attributes = name == "floor_with_attributes";
+            let layer = span_floor::SpanFloorLayer { tracer, attributes };
+            (hello().layer(layer), Some(provider))
+        }
+        "minimal_conventions" => {
+            let (tracer, provider) = tracer("minimal-conventions");
+            (
+                hello().layer(span_floor::MinimalServerLayer(tracer)),
+                Some(provider),
+            )
+        }
+        "lens_layer" | "lens_layer_metrics" | "lens_layer_metrics_all" => {
+            use opentelemetry::metrics::MeterProvider as _;
+            let (tracer, provider) = tracer("lens-axum");
+            let mut layer = ServerLayer::new().with_tracer(tracer);
+            if name != "lens_layer" {
+                layer = layer.with_meter(variant_meters().meter("lens-axum"));
+            }
+            if name == "lens_layer_metrics_all" {
+                layer = layer.with_active_requests(true).with_body_sizes(true);
+            }
+            (hello().layer(layer), Some(provider))
+        }
+        "otel_instrumentation_tower" | "otel_instrumentation_tower_metrics" => {
+            let metrics = (name == "otel_instrumentation_tower_metrics").then(variant_meters);
+            let (layer, provider) = instrumentation_tower_layer(metrics);
+            (hello().layer(layer), Some(provider))
+        }
+        "axum_tracing_opentelemetry" => {
+            let (tracer, provider) = tracer("axum-tracing-opentelemetry");
+            install_tracing_subscriber(tracer);
+            let router = hello()
+                .layer(axum_tracing_opentelemetry::middleware::OtelInResponseLayer)
+                .layer(axum_tracing_opentelemetry::middleware::OtelAxumLayer::default());
+            (router, Some(provider))
+        }
+        _ => return None,
+    };
+    Some(server_variant(rt, name, router, provider))
+}
+
+/// Every client variant, by name, all against one bare axum server; every request's extensions
+/// hold a Context with a sampled span:
+/// * `reqwest_middleware`: reqwest through reqwest-middleware alone (the throughput baseline);
+/// * `span_floor_middleware`, `plain_client_middleware`: the span floor's middleware and the
+///   plain conventions-following middleware (two references: `support/span_floor.rs`);
+/// * `lens_middleware`: with `ClientMiddleware`; `lens_middleware_metrics`: the same with
+///   `with_meter` (the request duration).
+pub(crate) const CLIENT_VARIANTS: &[&str] = &[
+    "reqwest_middleware",
+    "span_floor_middleware",
+    "plain_client_middleware",
+    "lens_middleware",
+    "lens_middleware_metrics",
+];
+
+/// The client variants named in `names` (of [`CLIENT_VARIANTS`]; others are skipped), in that
+/// order, against one bare server.
 pub(crate) fn client_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Variant> {
-    let wanted = |n: &str| names.is_empty() || names.contains(&n);
     let addr = rt.block_on(serve(hello()));
-    let (tracer, provider) = tracer("lens-reqwest");
-    let parent = Context::new().with_span(tracer.start("parent"));
-    let mut out = Vec::new();
-    if wanted("reqwest_middleware") {
-        out.push(variant(
-            rt,
-            "reqwest_middleware",
-            client_builder().build(),
-            addr,
-            parent.clone(),
-            false,
-            None,
-        ));
-    }
-    if wanted("span_floor_middleware") {
-        let (floor_tracer, floor_provider) = self::tracer("span-floor-client");
-        out.push(variant(
-            rt,
-            "span_floor_middleware",
-            client_builder()
-                .with(span_floor::SpanFloorMiddleware(floor_tracer))
-                .build(),
-            addr,
-            parent.clone(),
-            false,
-            Some(floor_provider),
-        ));
-    }
-    if wanted("plain_client_middleware") {
-        let (plain_tracer, plain_provider) = self::tracer("plain-client");
-        out.push(variant(
-            rt,
-            "plain_client_middleware",
-            client_builder()
-                .with(span_floor::PlainClientMiddleware(plain_tracer))
-                .build(),
-            addr,
-            parent.clone(),
-            false,
-            Some(plain_provider),
-        ));
-    }
-    if wanted("lens_middleware") {
-        out.push(variant(
-            rt,
-            "lens_middleware",
-            client_builder()
-                .with(ClientMiddleware::new().with_tracer(tracer))
-                .build(),
-            addr,
-            parent,
-            false,
-            Some(provider),
-        ));
-    }
-    out
+    // The parent span is never ended: its provider needs no flush.
+    let (parent_tracer, _) = tracer("parent");
+    let parent = Context::new().with_span(parent_tracer.start("parent"));
+    names
+        .iter()
+        .filter_map(|&name| {
+            let name = *CLIENT_VARIANTS.iter().find(|n| **n == name)?;
+            let (client, provider) = match name {
+                "reqwest_middleware" => (client_builder().build(), None),
+                "span_floor_middleware" => {
+                    let (tracer, provider) = self::tracer("span-floor-client");
+                    let middleware = span_floor::SpanFloorMiddleware(tracer);
+                    (client_builder().with(middleware).build(), Some(provider))
+                }
+                "plain_client_middleware" => {
+                    let (tracer, provider) = self::tracer("plain-client");
+                    let middleware = span_floor::PlainClientMiddleware(tracer);
+                    (client_builder().with(middleware).build(), Some(provider))
+                }
+                "lens_middleware" | "lens_middleware_metrics" => {
+                    use opentelemetry::metrics::MeterProvider as _;
+                    let (tracer, provider) = self::tracer("lens-reqwest");
+                    let mut middleware = ClientMiddleware::new().with_tracer(tracer);
+                    if name == "lens_middleware_metrics" {
+                        middleware = middleware.with_meter(variant_meters().meter("lens-reqwest"));
+                    }
+                    (client_builder().with(middleware).build(), Some(provider))
+                }
+                _ => return None,
+            };
+            Some(variant(
+                rt,
+                name,
+                client,
+                addr,
+                parent.clone(),
+                false,
+                provider,
+            ))
+        })
+        .collect()
 }
