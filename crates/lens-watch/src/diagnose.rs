@@ -15,6 +15,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fmt;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use crate::assemble::Assembler;
@@ -252,9 +253,110 @@ struct Candidate {
     service: Arc<str>,
     start: u64,
     end: u64,
-    host: Option<String>,
-    port: Option<u16>,
+    address: Address,
     cause: Option<NewRootCause>,
+}
+
+/// A host as one side of a hop names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Host {
+    /// An IP address (IPv4-mapped IPv6 as IPv4).
+    Ip(IpAddr),
+    /// A name, in lower case, without a trailing dot.
+    Name(Box<str>),
+}
+
+impl Host {
+    /// From an attribute's host (brackets around IPv6 allowed); `None` for an empty one or an
+    /// unspecified address (`0.0.0.0`, `::`: a server bound to every interface says nothing).
+    fn parse(host: &str) -> Option<Self> {
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        match host.parse::<IpAddr>() {
+            Ok(ip) if ip.is_unspecified() => None,
+            Ok(ip) => Some(Host::Ip(ip.to_canonical())),
+            Err(_) => {
+                let name = host.trim_end_matches('.');
+                (!name.is_empty()).then(|| Host::Name(name.to_ascii_lowercase().into()))
+            }
+        }
+    }
+
+    fn loopback(&self) -> bool {
+        match self {
+            Host::Ip(ip) => ip.is_loopback(),
+            Host::Name(name) => &**name == "localhost",
+        }
+    }
+
+    /// The same host: equal, or both loopback (`localhost`, `127.0.0.1`, `::1`).
+    fn same(&self, other: &Host) -> bool {
+        self == other || (self.loopback() && other.loopback())
+    }
+
+    /// Whether a different `other` says this is another host: both IP addresses or both names
+    /// (a name and an address cannot be compared without resolving the name).
+    fn comparable(&self, other: &Host) -> bool {
+        matches!(self, Host::Ip(_)) == matches!(other, Host::Ip(_))
+    }
+}
+
+/// The addresses one side of a hop reports: a client the one it called; a server every one it
+/// names (the Host header, the socket it listens on, its configured name), each host marked
+/// whether it is the address the client used.
+#[derive(Clone, Debug, Default)]
+struct Address {
+    /// (host, the address the client used).
+    hosts: Vec<(Host, bool)>,
+    ports: Vec<u16>,
+}
+
+impl Address {
+    fn host(&mut self, host: &str, client_s: bool) {
+        if let Some(host) = Host::parse(host)
+            && !self.hosts.iter().any(|(h, t)| *h == host && *t == client_s)
+        {
+            self.hosts.push((host, client_s));
+        }
+    }
+
+    fn port(&mut self, port: Option<u16>) {
+        if let Some(port) = port.filter(|p| *p != 0)
+            && !self.ports.contains(&port)
+        {
+            self.ports.push(port);
+        }
+    }
+
+    /// A `host[:port]` value (`server.address`, `http.host`, `http.server_name`).
+    fn authority(&mut self, value: &str, client_s: bool) {
+        let (host, port) = split_host_port(value);
+        self.host(host, client_s);
+        self.port(port);
+    }
+
+    /// Whether a server reporting `server` can be the one a client reporting `self` called:
+    /// the client's port is one the server reports (when both report one); the client's host
+    /// is one the server names, or the server names no host it could be told apart from (only
+    /// a configured name, or a name where the client used an IP address, or the reverse).
+    fn reached(&self, server: &Address) -> bool {
+        if let Some(port) = self.ports.first()
+            && !server.ports.is_empty()
+            && !server.ports.contains(port)
+        {
+            return false;
+        }
+        let Some((host, _)) = self.hosts.first() else {
+            return true;
+        };
+        server.hosts.iter().any(|(h, _)| h.same(host))
+            || !server
+                .hosts
+                .iter()
+                .any(|(h, client_s)| *client_s && h.comparable(host))
+    }
 }
 
 /// Candidates of one side, by request, ordered by start time.
@@ -710,19 +812,7 @@ fn matches(client: &Candidate, server: &Candidate, config: &DoctorConfig) -> boo
     let within = server.start.saturating_add(config.start_tolerance_nanos) >= client.start
         && server.start <= client.end.saturating_add(config.start_tolerance_nanos)
         && server.end <= client.end.saturating_add(config.end_margin_nanos);
-    let port = match (client.port, server.port) {
-        (Some(a), Some(b)) => a == b,
-        _ => true,
-    };
-    let host = match (&client.host, &server.host) {
-        (Some(a), Some(b)) => a.eq_ignore_ascii_case(b) || (loopback(a) && loopback(b)),
-        _ => true,
-    };
-    within && port && host
-}
-
-fn loopback(host: &str) -> bool {
-    matches!(host, "localhost" | "::1" | "[::1]") || host.starts_with("127.")
+    within && client.address.reached(&server.address)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -775,44 +865,83 @@ fn split_host_port(authority: &str) -> (&str, Option<u16>) {
     }
 }
 
-/// The request a span stands for, with the address it names; `None` when its attributes
+/// The request a span stands for, with the addresses it names; `None` when its attributes
 /// cannot identify one (then the lost-hop rule says nothing about it).
+///
+/// A client's address is the one it called: `server.address`/`server.port` (stable), else the
+/// host and port of `url.full`/`http.url`, else `net.peer.name`/`net.peer.port` (older gRPC).
+/// A server's are every one it names. The address the client used: `server.address` and
+/// `server.port` (stable: from the Host header or `:authority`), `http.host` (the Host header
+/// in the older conventions; the socket's address in Python's ASGI), the host of
+/// `url.full`/`http.url`, and `http.server_name` when it holds a port (ASGI's Host header).
+/// Ports only: `net.host.port`. Neither: `http.server_name` without a port (WSGI's configured
+/// server name) and `net.host.name` (a server's own name for itself), whose hosts can match a
+/// client's but never tell it apart. A server's `net.peer.*` is its caller, never read.
 fn candidate(span: &Span, cause: Option<NewRootCause>, role: Role) -> Option<(HopKey, Candidate)> {
-    let (key, host, port) = if let Some(method) = text(span, &["rpc.method"])
+    let mut address = Address::default();
+    let key = if let Some(method) = text(span, &["rpc.method"])
         && (span.attribute("rpc.system").is_some() || span.attribute("rpc.system.name").is_some())
     {
         let full = match text(span, &["rpc.service"]) {
             Some(service) if !method.contains('/') => format!("{service}/{method}"),
             _ => method.trim_start_matches('/').to_owned(),
         };
-        let host = text(span, &["server.address", "net.peer.name"]).map(str::to_ascii_lowercase);
-        let port = int(span, &["server.port", "net.peer.port"]);
-        (HopKey::Rpc(full), host, port)
+        match role {
+            Role::Client => {
+                let (host, port) = match text(span, &["server.address", "net.peer.name"]) {
+                    Some(value) => split_host_port(value),
+                    None => ("", None),
+                };
+                address.host(host, true);
+                address.port(int(span, &["server.port", "net.peer.port"]).or(port));
+            }
+            Role::Server => {
+                server_authorities(span, &mut address);
+                if let Some(name) = text(span, &["net.host.name"]) {
+                    address.host(name, false);
+                }
+            }
+        }
+        HopKey::Rpc(full)
     } else {
         let method = text(span, &["http.request.method", "http.method"])?.to_ascii_uppercase();
         let url = text(span, &["url.full", "http.url"]).and_then(split_url);
-        let (mut host, mut port, path) = match (role, url) {
-            (_, Some((host, port, path))) => (Some(host), port, path),
-            (Role::Server, None) => {
-                let path = text(span, &["url.path", "http.target"])?;
-                let path = path.split(['?', '#']).next().unwrap_or(path);
-                (
-                    text(span, &["server.address", "http.server_name"])
-                        .map(str::to_ascii_lowercase),
-                    int(span, &["server.port", "net.host.port"]),
-                    path.to_owned(),
-                )
+        match role {
+            Role::Client => {
+                let (url_host, url_port, path) = url?;
+                // The stable client attributes, where the URL did not say.
+                let (host, port) = match text(span, &["server.address"]) {
+                    Some(value) => split_host_port(value),
+                    None => (url_host.as_str(), None),
+                };
+                address.host(host, true);
+                address.port(int(span, &["server.port"]).or(port).or(url_port));
+                HopKey::Http(method, path)
             }
-            (Role::Client, None) => return None,
-        };
-        if role == Role::Client {
-            // The stable client attributes, where the URL did not say.
-            if let Some(h) = text(span, &["server.address"]) {
-                host = Some(h.to_ascii_lowercase());
+            Role::Server => {
+                let path = match url {
+                    Some((host, port, path)) => {
+                        address.host(&host, true);
+                        address.port(port);
+                        path
+                    }
+                    None => {
+                        let path = text(span, &["url.path", "http.target"])?;
+                        path.split(['?', '#']).next().unwrap_or(path).to_owned()
+                    }
+                };
+                server_authorities(span, &mut address);
+                if let Some(value) = text(span, &["http.host"]) {
+                    address.authority(value, true);
+                }
+                if let Some(value) = text(span, &["http.server_name"]) {
+                    let (host, port) = split_host_port(value);
+                    address.host(host, port.is_some());
+                    address.port(port);
+                }
+                HopKey::Http(method, path)
             }
-            port = int(span, &["server.port"]).or(port);
         }
-        (HopKey::Http(method, path), host, port)
     };
     Some((
         key,
@@ -822,11 +951,20 @@ fn candidate(span: &Span, cause: Option<NewRootCause>, role: Role) -> Option<(Ho
             service: Arc::clone(&span.resource.service),
             start: span.start_unix_nano,
             end: span.end_unix_nano,
-            host,
-            port,
+            address,
             cause,
         },
     ))
+}
+
+/// A server's `server.address`/`server.port` (a port inside the address too) and
+/// `net.host.port`.
+fn server_authorities(span: &Span, address: &mut Address) {
+    if let Some(value) = text(span, &["server.address"]) {
+        address.authority(value, true);
+    }
+    address.port(int(span, &["server.port"]));
+    address.port(int(span, &["net.host.port"]));
 }
 
 fn missing_parent(id: TraceId, span: &Span, parent: SpanId) -> Finding {
@@ -935,6 +1073,7 @@ mod tests {
 
     const A: &str = "0af7651916cd43dd8448eb211c80319c";
     const B: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const C: &str = "5c0c2a8b1d3e4f5061728394a5b6c7d8";
 
     /// A span of `trace` as OTLP/JSON; times in microseconds after 1,700,000,000 s; `parent`
     /// empty for a root; attribute values as OTLP/JSON `AnyValue`s.
@@ -1216,6 +1355,175 @@ mod tests {
             ["lost-context"]
         );
         assert_eq!(check(&[client, server("p.S/Other")]), []);
+    }
+
+    /// A Python (aiohttp, older conventions) CLIENT `GET url` (100..900 µs) in trace A.
+    fn py_client_calls(url: &str) -> String {
+        export(
+            "py-client",
+            vec![span(
+                A,
+                2,
+                0,
+                "GET",
+                CLIENT,
+                (100, 900),
+                0x100,
+                &[("http.method", s("GET")), ("http.url", s(url))],
+            )],
+        )
+    }
+
+    /// A new root SERVER `GET /plan` (200..800 µs) of `service` in `trace`, in the older
+    /// conventions of Python's instrumentations, with these address attributes.
+    fn py_root(service: &str, trace: &str, address: &[(&str, Json)]) -> String {
+        let mut attrs = vec![("http.method", s("GET")), ("http.target", s("/plan"))];
+        attrs.extend(address.iter().cloned());
+        export(
+            service,
+            vec![span(
+                trace,
+                7,
+                0,
+                "GET /plan",
+                SERVER,
+                (200, 800),
+                0x100,
+                &attrs,
+            )],
+        )
+    }
+
+    #[test]
+    fn lost_context_reads_the_port_in_a_server_name_and_never_crosses_ports() {
+        // FastAPI/uvicorn: http.server_name is the Host header, port included. Two servers of
+        // one host (planner on :8000, trainer on :8001) both start a new root for GET /plan
+        // within the client span; the client called :8001.
+        let client = py_client_calls("http://10.0.0.5:8001/plan");
+        let planner = py_root("planner", B, &[("http.server_name", s("10.0.0.5:8000"))]);
+        let trainer = py_root("trainer", C, &[("http.server_name", s("10.0.0.5:8001"))]);
+        for lines in [
+            [client.clone(), planner.clone(), trainer.clone()],
+            [planner.clone(), trainer.clone(), client.clone()],
+            [trainer.clone(), client.clone(), planner.clone()],
+        ] {
+            let findings = check(&lines);
+            assert_eq!(rules(&findings), ["lost-context"], "{lines:?}");
+            assert_eq!(findings[0].services, ["py-client", "trainer"]);
+        }
+        assert_eq!(check(&[client, planner]), []);
+    }
+
+    #[test]
+    fn lost_context_falls_back_to_the_port_when_the_server_s_host_is_not_the_client_s() {
+        // Flask (WSGI): http.server_name is the server's configured name, net.host.port its
+        // port; the client called it by IP, or by another name.
+        let flask = |port: i64| {
+            py_root(
+                "planner",
+                B,
+                &[
+                    ("http.server_name", s("build-host")),
+                    ("net.host.port", i(port)),
+                ],
+            )
+        };
+        for url in ["http://10.0.0.5:5000/plan", "http://planner:5000/plan"] {
+            let client = py_client_calls(url);
+            assert_eq!(
+                rules(&check(&[client.clone(), flask(5000)])),
+                ["lost-context"]
+            );
+            assert_eq!(check(&[client, flask(5001)]), [], "{url}");
+        }
+        // FastAPI's http.url is built from the socket's address: an IP where the client used a
+        // name.
+        let fastapi = |port: u16| {
+            py_root(
+                "planner",
+                B,
+                &[("http.url", s(&format!("http://10.0.0.5:{port}/plan")))],
+            )
+        };
+        let client = py_client_calls("http://planner:8000/plan");
+        assert_eq!(
+            rules(&check(&[client.clone(), fastapi(8000)])),
+            ["lost-context"]
+        );
+        assert_eq!(check(&[client, fastapi(8001)]), []);
+        // Behind a port mapping (8080 -> 8000) the Host header keeps the port the client used.
+        let mapped = py_root(
+            "planner",
+            B,
+            &[
+                ("http.url", s("http://172.17.0.2:8000/plan")),
+                ("http.server_name", s("127.0.0.1:8080")),
+                ("net.host.port", i(8000)),
+            ],
+        );
+        let client = py_client_calls("http://127.0.0.1:8080/plan");
+        assert_eq!(rules(&check(&[client, mapped])), ["lost-context"]);
+    }
+
+    #[test]
+    fn no_lost_context_to_another_host_that_reports_the_address_the_client_used() {
+        // The Host header (http.host, WSGI; server.address, stable) names another host of the
+        // same kind (IP and IP, name and name): another server.
+        let client = py_client_calls("http://10.0.0.5:8000/plan");
+        let other = py_root("planner", B, &[("http.host", s("10.0.0.6:8000"))]);
+        assert_eq!(check(&[client.clone(), other]), []);
+        let same = py_root("planner", B, &[("http.host", s("10.0.0.5:8000"))]);
+        assert_eq!(rules(&check(&[client, same])), ["lost-context"]);
+        let client = py_client_calls("http://planner-1:8000/plan");
+        let other = py_root(
+            "planner",
+            B,
+            &[("server.address", s("planner-2")), ("server.port", i(8000))],
+        );
+        assert_eq!(check(&[client, other]), []);
+    }
+
+    #[test]
+    fn lost_context_to_a_python_grpc_server_ignores_the_caller_s_port() {
+        // Python's gRPC server span: net.peer.* is its caller (an ephemeral port), not itself.
+        let client = export(
+            "gateway",
+            vec![span(
+                A,
+                2,
+                0,
+                "p.S/M",
+                CLIENT,
+                (100, 900),
+                0x101,
+                &[
+                    ("rpc.system.name", s("grpc")),
+                    ("rpc.method", s("p.S/M")),
+                    ("server.address", s("10.0.0.5")),
+                    ("server.port", i(50051)),
+                ],
+            )],
+        );
+        let server = export(
+            "py-trainer",
+            vec![span(
+                B,
+                7,
+                0,
+                "p.S/M",
+                SERVER,
+                (200, 800),
+                0x100,
+                &[
+                    ("rpc.system", s("grpc")),
+                    ("rpc.service", s("p.S")),
+                    ("rpc.method", s("M")),
+                    ("net.peer.ip", s("10.0.0.9")),
+                    ("net.peer.port", s("57284")),
+                ],
+            )],
+        );
+        assert_eq!(rules(&check(&[client, server])), ["lost-context"]);
     }
 
     #[test]
