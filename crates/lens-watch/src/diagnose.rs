@@ -528,9 +528,12 @@ exported twice, or a span id generator that repeats",
         for span in spans {
             self.single_span(assembler, id, span, &by_id, &mut findings);
         }
-        for span in spans {
-            if span.kind == SpanKind::Client && !has_child.contains(&span.span_id) {
+        let reopened = entry.completions > 1;
+        for span in spans.iter().filter(|s| s.kind == SpanKind::Client) {
+            if !has_child.contains(&span.span_id) {
                 self.childless_client(span, &mut findings);
+            } else if reopened {
+                self.answered_client(span);
             }
         }
         self.prune();
@@ -769,6 +772,16 @@ exported (reported once per pair of services)"
                 self.seq += 1;
                 self.clients.insert(key, self.seq, client);
             }
+        }
+    }
+
+    /// A CLIENT span whose child arrived after its trace had completed without it: no longer
+    /// waiting for a new root (a later one for the same request is not its lost hop).
+    fn answered_client(&mut self, span: &Span) {
+        if self.seen.contains(&(span.trace_id, span.span_id))
+            && let Some((key, c)) = candidate(span, None, Role::Client)
+        {
+            self.clients.remove_span(&key, c.start, c.span_id);
         }
     }
 
@@ -1063,7 +1076,7 @@ fn millis(nanos: u128) -> String {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     use serde_json::{Value as Json, json};
 
@@ -1552,6 +1565,51 @@ mod tests {
             }
         }
         assert_eq!(rules(&found), ["lost-context"]);
+    }
+
+    #[test]
+    fn a_client_whose_child_arrives_late_is_no_longer_a_lost_hop_candidate() {
+        // Live: gateway's trace closes with its CLIENT span childless (a lost-hop candidate),
+        // then planner's SERVER child arrives late and reopens it. A new root of planner for
+        // the same request, within that client span (another caller, not traced), is then
+        // no lost context of it.
+        let t0 = Instant::now();
+        let mut assembler = Assembler::new(Config::default());
+        let mut doctor = Doctor::new(DoctorConfig::default());
+        let mut found = Vec::new();
+        // Spans that arrive `secs` after t0, and the traces that complete a quiet window later.
+        let mut step = |line: String, secs: u64, doctor: &mut Doctor| {
+            let at = t0 + Duration::from_secs(secs);
+            assembler.insert(decode_json(line.as_bytes()).unwrap().spans, at);
+            assert!(assembler.poll(at).is_empty());
+            let quiet = assembler.config().quiet_for;
+            for id in assembler.poll(at + quiet) {
+                found.extend(doctor.diagnose(&assembler, id));
+            }
+            found.clone()
+        };
+        assert_eq!(step(gateway_calls_plan(), 0, &mut doctor), []);
+        assert_eq!(doctor.candidates(), 1);
+        let late_child = export(
+            "planner",
+            vec![span(
+                A,
+                3,
+                2,
+                "GET /plan",
+                SERVER,
+                (150, 850),
+                0x301,
+                &[("http.request.method", s("GET")), ("url.path", s("/plan"))],
+            )],
+        );
+        assert_eq!(step(late_child, 10, &mut doctor), []);
+        assert_eq!(doctor.candidates(), 0);
+        let other_caller = export(
+            "planner",
+            vec![planner_root(B, (300, 700), "/plan", "none")],
+        );
+        assert_eq!(step(other_caller, 20, &mut doctor), []);
     }
 
     #[test]
