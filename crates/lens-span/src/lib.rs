@@ -84,7 +84,7 @@ pub mod redact;
 pub mod rpc;
 pub mod scope;
 
-pub use body::{AtLastFrame, BodyEnd, TracedBody};
+pub use body::{AtLastFrame, BodyEnd, CountedBody, TracedBody};
 pub use lifecycle::{
     Adapter, FilterDecision, InSpan, LiveSpan, Responder, SpanOptions, in_span, poll_in,
 };
