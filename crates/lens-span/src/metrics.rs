@@ -6,12 +6,17 @@
 //!
 //! | [`Instruments`] | instrument | attributes |
 //! | --- | --- | --- |
-//! | `HttpServer` | `http.server.request.duration` (s); opt-in `http.server.active_requests` | `http.request.method` (`_OTHER` outside the known set), `url.scheme`, `http.route` (the matched route only), `network.protocol.version`, `http.response.status_code`, `error.type` |
-//! | `HttpClient` | `http.client.request.duration` (s), per attempt | `http.request.method`, `server.address`, `server.port`, `network.protocol.version`, `http.response.status_code`, `error.type` |
+//! | `HttpServer` | `http.server.request.duration` (s); opt-in `http.server.active_requests`, `http.server.{request,response}.body.size` (By) | `http.request.method` (`_OTHER` outside the known set), `url.scheme`, `http.route` (the matched route only), `network.protocol.version`, `http.response.status_code`, `error.type` |
+//! | `HttpClient` | `http.client.request.duration` (s), per attempt; opt-in `http.client.{request,response}.body.size` (By) | `http.request.method`, `server.address`, `server.port`, `network.protocol.version`, `http.response.status_code`, `error.type` |
 //! | `RpcServer` / `RpcClient` | `rpc.{server,client}.call.duration` (s) under `rpc` / `rpc/dup`, `rpc.{server,client}.duration` (ms) without the opt-in or under `rpc/dup` | the RPC attributes of the chosen conventions, `error.type`; clients `server.address`, `server.port`; on a server an `UNIMPLEMENTED` call's method is `_OTHER` |
 //!
 //! The attributes are taken from the adapter's own span attributes, never from the
-//! request-attribute hook's, so a user's hook cannot grow the number of series.
+//! request-attribute hook's, so a user's hook cannot grow the number of series. A call's metric
+//! state lives inline in its span ([`crate::LiveSpan`]): recording allocates nothing per call.
+//!
+//! Body sizes count the bytes of the body's data frames as they go through, not
+//! `Content-Length`: a server's response body through [`crate::TracedBody`], any other body
+//! through [`crate::CountedBody`] with a [`BodyBytes`] from the span.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -518,6 +523,10 @@ impl CallMetrics {
 /// (recorded when the body ends or is dropped).
 pub struct BodyBytes(Sink);
 
+/// Inline, both: a `BodyBytes` lives in the box a framework makes for the body it counts
+/// (axum's `Body::new`, reqwest's `Body::wrap`), so the record's attributes cost no allocation
+/// of their own; a request body's box is the larger for it.
+#[allow(clippy::large_enum_variant)]
 enum Sink {
     /// A request body: its span reads the count when it ends.
     Shared(Arc<AtomicU64>),
