@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use opentelemetry::metrics::{Histogram, Meter, UpDownCounter};
-use opentelemetry::{Key, KeyValue, Value};
+use opentelemetry::{Key, KeyValue, StringValue, Value};
 use opentelemetry_semantic_conventions::attribute as attr;
 use opentelemetry_semantic_conventions::metric as names;
 
@@ -275,24 +275,45 @@ pub(crate) struct OptIn {
     pub(crate) body_sizes: bool,
 }
 
-/// A value no slot holds: nothing to free, nothing allocated.
-const EMPTY: Value = Value::Bool(false);
+/// The value of one metric attribute, in 24 bytes (a `Value` takes 32, for arrays no metric
+/// attribute has): text or an integer, the only kinds the conventions give these keys.
+#[derive(Clone, Debug, PartialEq)]
+enum Slot {
+    Text(StringValue),
+    Int(i64),
+}
+
+impl Slot {
+    fn of(value: &Value) -> Slot {
+        match value {
+            Value::String(text) => Slot::Text(text.clone()),
+            Value::I64(n) => Slot::Int(*n),
+            Value::Bool(b) => Slot::Text(StringValue::from(if *b { "true" } else { "false" })),
+            // No metric attribute is one: kept as text rather than lost.
+            other => Slot::Text(StringValue::from(other.to_string())),
+        }
+    }
+
+    fn into_value(self) -> Value {
+        match self {
+            Slot::Text(text) => Value::String(text),
+            Slot::Int(n) => Value::I64(n),
+        }
+    }
+}
 
 /// The metric attributes of one call, inline: the value of each of its kind's keys
 /// ([`Instruments::keys`]) that is set. Recorded in the keys' order, the same for every call.
 struct Attributes {
     kind: Instruments,
-    values: [Value; MAX_ATTRIBUTES],
-    /// Bit `i`: `values[i]` is set.
-    set: u16,
+    values: [Option<Slot>; MAX_ATTRIBUTES],
 }
 
 impl Attributes {
     fn new(kind: Instruments) -> Self {
         Attributes {
             kind,
-            values: [EMPTY; MAX_ATTRIBUTES],
-            set: 0,
+            values: [const { None }; MAX_ATTRIBUTES],
         }
     }
 
@@ -300,33 +321,31 @@ impl Attributes {
     /// again).
     fn set(&mut self, key: &str, value: &Value) {
         if let Some(i) = self.kind.slot(key) {
-            self.values[i] = value.clone();
-            self.set |= 1 << i;
+            self.values[i] = Some(Slot::of(value));
         }
     }
 
     fn remove(&mut self, key: &str) {
         if let Some(i) = self.kind.slot(key) {
-            self.values[i] = EMPTY;
-            self.set &= !(1 << i);
+            self.values[i] = None;
         }
     }
 
-    fn get(&self, key: &str) -> Option<&Value> {
-        let i = self.kind.slot(key)?;
-        (self.set & (1 << i) != 0).then(|| &self.values[i])
+    fn get(&self, key: &str) -> Option<&Slot> {
+        self.values[self.kind.slot(key)?].as_ref()
     }
 
     /// The set attributes as key-values, in the keys' order, cloned (a clone of a value of a
     /// span attribute shares its text: lens's values are static or reference-counted), with
     /// `keep` choosing among the keys.
     fn key_values(&self, keep: impl Fn(&str) -> bool) -> ([KeyValue; MAX_ATTRIBUTES], usize) {
-        let mut kvs: [KeyValue; MAX_ATTRIBUTES] =
-            std::array::from_fn(|_| KeyValue::new(Key::from_static_str(""), EMPTY));
+        let mut kvs: [KeyValue; MAX_ATTRIBUTES] = std::array::from_fn(|_| placeholder());
         let mut n = 0;
-        for (i, key) in self.kind.keys().iter().enumerate() {
-            if self.set & (1 << i) != 0 && keep(key) {
-                kvs[n] = KeyValue::new(Key::from_static_str(key), self.values[i].clone());
+        for (key, slot) in self.kind.keys().iter().zip(&self.values) {
+            if let Some(slot) = slot
+                && keep(key)
+            {
+                kvs[n] = KeyValue::new(Key::from_static_str(key), slot.clone().into_value());
                 n += 1;
             }
         }
@@ -335,28 +354,27 @@ impl Attributes {
 
     /// The set attributes as key-values, in the keys' order, moved out (nothing cloned).
     fn take_key_values(&mut self) -> ([KeyValue; MAX_ATTRIBUTES], usize) {
-        let mut kvs: [KeyValue; MAX_ATTRIBUTES] =
-            std::array::from_fn(|_| KeyValue::new(Key::from_static_str(""), EMPTY));
+        let mut kvs: [KeyValue; MAX_ATTRIBUTES] = std::array::from_fn(|_| placeholder());
         let mut n = 0;
-        for (i, key) in self.kind.keys().iter().enumerate() {
-            if self.set & (1 << i) != 0 {
-                let value = std::mem::replace(&mut self.values[i], EMPTY);
-                kvs[n] = KeyValue::new(Key::from_static_str(key), value);
+        for (key, slot) in self.kind.keys().iter().zip(&mut self.values) {
+            if let Some(slot) = slot.take() {
+                kvs[n] = KeyValue::new(Key::from_static_str(key), slot.into_value());
                 n += 1;
             }
         }
-        self.set = 0;
         (kvs, n)
     }
+}
+
+/// A key-value that fills an unused place of an array (nothing allocated).
+fn placeholder() -> KeyValue {
+    KeyValue::new(Key::from_static_str(""), Value::Bool(false))
 }
 
 /// The attributes of `http.server.active_requests` among `kvs` (the method and the scheme are
 /// static text: nothing allocated).
 fn active_attributes(kvs: &[KeyValue]) -> ([KeyValue; 2], usize) {
-    let mut pair = [
-        KeyValue::new(Key::from_static_str(""), EMPTY),
-        KeyValue::new(Key::from_static_str(""), EMPTY),
-    ];
+    let mut pair = [placeholder(), placeholder()];
     let mut n = 0;
     for kv in kvs {
         if Instruments::keeps_active(kv.key.as_str()) && n < pair.len() {
@@ -497,14 +515,11 @@ impl CallMetrics {
     /// grow the number of series.
     #[allow(deprecated)]
     fn bound_rpc_method(&mut self) {
-        let unimplemented = self
-            .attributes
-            .get(attr::RPC_GRPC_STATUS_CODE)
-            .is_some_and(|v| *v == Value::I64(12))
-            || self
-                .attributes
-                .get(attr::RPC_RESPONSE_STATUS_CODE)
-                .is_some_and(|v| v.as_str() == "UNIMPLEMENTED");
+        let unimplemented = self.attributes.get(attr::RPC_GRPC_STATUS_CODE) == Some(&Slot::Int(12))
+            || matches!(
+                self.attributes.get(attr::RPC_RESPONSE_STATUS_CODE),
+                Some(Slot::Text(code)) if code.as_str() == "UNIMPLEMENTED"
+            );
         if !unimplemented {
             return;
         }
@@ -601,7 +616,7 @@ mod tests {
         attributes.set(attr::HTTP_REQUEST_METHOD, &Value::from("GET"));
         assert_eq!(
             attributes.get(attr::HTTP_RESPONSE_STATUS_CODE),
-            Some(&Value::I64(503))
+            Some(&Slot::Int(503))
         );
         // In the keys' order, whatever the order they were set in.
         let (kvs, n) = attributes.take_key_values();
