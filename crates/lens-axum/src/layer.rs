@@ -1,6 +1,7 @@
 //! [`ServerLayer`], [`ServerService`] and [`ResponseFuture`]: the axum glue around lens-span's
 //! span lifecycle.
 
+use std::any::Any;
 use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
@@ -19,7 +20,8 @@ use lens_span::httpconv::known_http_method;
 use lens_span::metrics::Instruments;
 use lens_span::redact::redacted_query;
 use lens_span::{
-    Adapter, AtLastFrame, LiveSpan, Responder, SpanOptions, TracedBody, httpconv, poll_in,
+    Adapter, AtLastFrame, CountedBody, LiveSpan, Responder, SpanOptions, TracedBody, httpconv,
+    poll_in,
 };
 use opentelemetry::KeyValue;
 use opentelemetry_semantic_conventions::attribute::{
@@ -149,10 +151,21 @@ impl ServerLayer {
         self
     }
 
-    /// With metrics on, also records `http.server.response.body.size` (opt-in in the semantic
-    /// conventions; off by default): the bytes of the response body actually sent, counted
-    /// frame by frame (streaming bodies included; not the `Content-Length` header), recorded
-    /// when the span ends.
+    /// With metrics on, also records `http.server.request.body.size` and
+    /// `http.server.response.body.size` (opt-in in the semantic conventions; off by default),
+    /// both recorded when the span ends and counted frame by frame, not taken from
+    /// `Content-Length` (chunked and streaming bodies count):
+    ///
+    /// - the request body: the bytes the handler read from it by the time the span ends (a
+    ///   handler that reads part of the body, or none of it, records what it read; bytes read
+    ///   after the response body ended are not counted). Counted when the request body is an
+    ///   axum [`Body`](axum::body::Body), as it is under an axum `Router` or `axum::serve`; a
+    ///   request of another body type records no request body size;
+    /// - the response body: the bytes of the body actually sent (a body cut off counts what
+    ///   went out).
+    ///
+    /// Costs two allocations per request (the request body's counter and the box of the
+    /// counting body), only when on.
     pub fn with_body_sizes(mut self, on: bool) -> Self {
         self.options_mut().set_body_sizes(on);
         self
@@ -191,6 +204,7 @@ pub struct ServerService<S> {
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for ServerService<S>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    ReqBody: 'static,
 {
     type Response = Response<ResponseBody<ResBody>>;
     type Error = S::Error;
@@ -228,12 +242,14 @@ where
 
         let mut attributes = request_attributes(&info, peer, &self.memos);
         attributes.extend(lens_span::new_root::cause(req.headers(), &inbound));
-        let span = options.start_server(
+        let mut span = options.start_server(
             &info,
             || default_span_name(info.method, route),
             attributes,
             inbound,
         );
+        let mut req = req;
+        count_request_body(&mut req, &mut span);
 
         // No request extension for handlers: `RequestContext` reads the current Context, which
         // is the span's around `call` and every poll of the inner future (an extension would cost
@@ -309,6 +325,20 @@ where
                 Poll::Ready(Err(err))
             }
         }
+    }
+}
+
+/// With body sizes on, counts the bytes the handler reads from the request body for `span`,
+/// when the body is an axum [`Body`](axum::body::Body) (under an axum `Router` and
+/// `axum::serve` it is): the body is replaced by a counting one of the same type. A body of
+/// another type is left as it is, and no request body size is recorded.
+fn count_request_body<B: 'static>(req: &mut Request<B>, span: &mut LiveSpan) {
+    let body: &mut dyn Any = req.body_mut();
+    if let Some(body) = body.downcast_mut::<axum::body::Body>()
+        && let Some(bytes) = span.count_request_body()
+    {
+        let inner = std::mem::take(body);
+        *body = axum::body::Body::new(CountedBody::new(inner, bytes));
     }
 }
 

@@ -60,7 +60,8 @@
 //! ```
 //!
 //! Request metrics (semantic conventions 1.42: `http.server.request.duration`, opt-in
-//! `http.server.active_requests` and `http.server.response.body.size`) are off by default; turn
+//! `http.server.active_requests` and `http.server.{request,response}.body.size`) are off by
+//! default; turn
 //! them on with `with_meter` or `with_global_meter` (docs/metrics.md):
 //!
 //! ```

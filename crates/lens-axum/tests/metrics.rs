@@ -442,3 +442,107 @@ async fn a_users_classifier_decides_the_metrics_error_type() {
         "{unmatched:#?}"
     );
 }
+
+/// `http.server.request.body.size` (opt-in) counts the bytes the handler read, frame by frame:
+/// a chunked request body without `Content-Length` over HTTP/1.1 in full, a body the handler
+/// read one frame of up to there, a body it never read as 0, an empty body as 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_body_size_counts_the_bytes_the_handler_read() {
+    let metrics = Metrics::new();
+    let router = Router::new()
+        .route(
+            "/all",
+            axum::routing::post(|body: Bytes| async move { body.len().to_string() }),
+        )
+        .route(
+            "/part",
+            axum::routing::post(|body: Body| async move {
+                let mut body = body;
+                let first = body.frame().await.unwrap().unwrap();
+                first.into_data().unwrap().len().to_string()
+            }),
+        )
+        .route("/ignore", axum::routing::post(|| async { "ignored" }))
+        .route("/empty", get(|| async { "empty" }))
+        .layer(
+            ServerLayer::new()
+                .with_meter(metrics.meter("test"))
+                .with_body_sizes(true),
+        );
+
+    // Over the network: reqwest sends a streaming body as chunked transfer coding.
+    let addr = support::serve(router.clone()).await;
+    let chunks = ["chunk-one|", "chunk-two|", "three"]
+        .map(|c| Ok::<_, Infallible>(http_body::Frame::data(Bytes::from_static(c.as_bytes()))));
+    let streamed = reqwest::Body::wrap(http_body_util::StreamBody::new(
+        futures_util::stream::iter(chunks),
+    ));
+    let res = reqwest::Client::new()
+        .post(format!("http://{addr}/all"))
+        .body(streamed)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.text().await.unwrap(), "25");
+
+    let two_frames = || {
+        let chunks =
+            ["hello", "world!"].map(|c| Ok::<_, Infallible>(Bytes::from_static(c.as_bytes())));
+        Body::from_stream(futures_util::stream::iter(chunks))
+    };
+    for (path, body) in [
+        ("/part", two_frames()),
+        ("/ignore", two_frames()),
+        ("/empty", Body::empty()),
+    ] {
+        let method = if path == "/empty" {
+            Method::GET
+        } else {
+            Method::POST
+        };
+        let req = Request::builder()
+            .method(method)
+            .uri(path)
+            .body(body)
+            .unwrap();
+        let res = router.clone().oneshot(req).await.unwrap();
+        res.into_body().collect().await.unwrap();
+    }
+
+    let sizes = metrics.series("http.server.request.body.size");
+    assert_eq!(sizes.len(), 4, "{sizes:#?}");
+    for p in &sizes {
+        assert_eq!(p.unit, "By");
+        assert_eq!(p.value, 1.0, "one request per route");
+        assert!(p.get("http.request.method").is_some(), "{p:#?}");
+        assert!(p.get("http.response.status_code").is_some(), "{p:#?}");
+    }
+    let sum = |route: &str| one(&sizes, |p| p.get("http.route") == Some(route)).sum;
+    assert_eq!(sum("/all"), 25.0);
+    assert_eq!(sum("/part"), 5.0);
+    assert_eq!(sum("/ignore"), 0.0);
+    assert_eq!(sum("/empty"), 0.0);
+}
+
+/// A request body of a type other than axum's `Body` (a layer outside axum) is left as it is:
+/// no request body size is recorded for it, the rest is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_body_of_another_type_records_no_size() {
+    use tower::Layer as _;
+    let metrics = Metrics::new();
+    let svc = ServerLayer::new()
+        .with_meter(metrics.meter("test"))
+        .with_body_sizes(true)
+        .layer(tower::service_fn(|req: Request<String>| async move {
+            Ok::<_, Infallible>(http::Response::new(Body::from(req.into_body())))
+        }));
+    let res = svc
+        .oneshot(Request::post("/echo").body("abc".to_owned()).unwrap())
+        .await
+        .unwrap();
+    res.into_body().collect().await.unwrap();
+    assert!(metrics.series("http.server.request.body.size").is_empty());
+    let sizes = metrics.series("http.server.response.body.size");
+    assert_eq!(sizes.len(), 1, "{sizes:#?}");
+    assert_eq!(sizes[0].sum, 3.0);
+}

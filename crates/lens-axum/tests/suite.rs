@@ -14,7 +14,7 @@ use bytes::Bytes;
 use lens_axum::{Outcome, ServerLayer};
 use lens_core::policy::InboundPolicy;
 use lens_testkit::suite::{
-    self, Call, Harness, Observed, RESPOND, Respond, SKIP_HEADER, Setup, Side,
+    self, Call, Harness, Observed, Protocol, RESPOND, Respond, SKIP_HEADER, Setup, Side,
 };
 use opentelemetry::trace::SpanKind;
 use tokio::sync::Semaphore;
@@ -32,6 +32,18 @@ async fn handler(headers: HeaderMap, gate: Arc<Semaphore>) -> Response {
         Respond::CallerError => (StatusCode::NOT_FOUND, outgoing).into_response(),
         Respond::ServerError => (StatusCode::INTERNAL_SERVER_ERROR, outgoing).into_response(),
         Respond::Panic => panic!("the suite asked for a panic"),
+        Respond::Cancel => {
+            // A first part, then nothing: the caller goes away after it.
+            let first =
+                futures_util::stream::once(
+                    async move { Ok::<_, Infallible>(Bytes::from(outgoing)) },
+                );
+            Body::from_stream(futures_util::StreamExt::chain(
+                first,
+                futures_util::stream::pending(),
+            ))
+            .into_response()
+        }
         Respond::Stream => {
             let first =
                 futures_util::stream::once(
@@ -52,12 +64,17 @@ impl Harness for Axum {
         Side::Server
     }
 
+    fn protocol(&self) -> Protocol {
+        Protocol::Http
+    }
+
     fn supports(&self, _respond: Respond) -> bool {
         true
     }
 
     async fn run(&self, setup: Setup, call: Call, expect_spans: usize) -> Observed {
         let (_provider, tracer, recorder) = support::provider();
+        let metrics = suite::metrics_for(&setup);
         let layer = lens_testkit::suite_knobs!(
             ServerLayer::new()
                 .with_tracer(tracer)
@@ -67,8 +84,11 @@ impl Harness for Axum {
             |status: &StatusCode| match *status {
                 StatusCode::NOT_FOUND => Outcome::failure(suite::CLASSIFIED_ERROR, ""),
                 _ => Outcome::Success,
-            }
-        );
+            },
+            &metrics
+        )
+        .with_active_requests(setup.metrics)
+        .with_body_sizes(setup.metrics);
         let gate = Arc::new(Semaphore::new(0));
         let handler_gate = Arc::clone(&gate);
         let router = Router::new()
@@ -95,20 +115,32 @@ impl Harness for Axum {
             // The panic closed the connection (no CatchPanicLayer here): nothing to read.
             Err(_) if call.respond == Respond::Panic => {
                 observed.spans = server_spans(recorder.wait_for(expect_spans).await);
+                observed.metrics = suite::collected(&metrics);
+                observed.response_bytes = Some(0);
                 return observed;
             }
             Err(e) => panic!("request failed: {e}"),
         };
         let mut response = response;
         let first = response.chunk().await.unwrap().unwrap_or_default();
+        let mut received = first.len();
         if call.respond == Respond::Stream {
             observed.open_after_first_part = Some(recorder.ended().is_empty());
             gate.add_permits(1);
         }
-        while response.chunk().await.unwrap().is_some() {}
+        if call.respond == Respond::Cancel {
+            // The caller goes away: its connection closes, the server drops the response.
+            drop(response);
+        } else {
+            while let Some(chunk) = response.chunk().await.unwrap() {
+                received += chunk.len();
+            }
+        }
         let carrier = lens_core::Carrier::from_json_bytes(&first).unwrap();
         observed.outgoing = suite::carrier_lines(&carrier);
         observed.spans = server_spans(recorder.wait_for(expect_spans).await);
+        observed.metrics = suite::collected(&metrics);
+        observed.response_bytes = Some(received as u64);
         observed
     }
 }

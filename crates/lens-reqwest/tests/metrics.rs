@@ -173,3 +173,141 @@ async fn a_users_classifier_decides_the_metrics_error_type() {
         Some("upstream")
     );
 }
+
+/// The opt-in body sizes, with the duration's attributes: a buffered request body by its length,
+/// no body as 0, a streaming one of unknown length not at all; a response body by the bytes the
+/// caller read (chunked without `Content-Length` in full, one dropped after its first chunk up
+/// to there), the response otherwise unchanged (URL, `Content-Length`, peer address).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn body_sizes_count_what_is_sent_and_read() {
+    use axum::body::{Body, Bytes};
+    use futures_util::StreamExt as _;
+    use std::convert::Infallible;
+
+    let chunks = |parts: &'static [&'static str]| {
+        futures_util::stream::iter(
+            parts
+                .iter()
+                .map(|c| Ok::<_, Infallible>(Bytes::from_static(c.as_bytes()))),
+        )
+    };
+    let addr = serve(
+        Router::new()
+            .route(
+                "/upload",
+                axum::routing::post(|body: Bytes| async move { body.len().to_string() }),
+            )
+            .route("/fixed", get(|| async { (StatusCode::CREATED, "hello") }))
+            .route(
+                "/stream",
+                get(move || async move {
+                    (
+                        StatusCode::ACCEPTED,
+                        Body::from_stream(chunks(&["abc", "defgh"])),
+                    )
+                }),
+            )
+            .route(
+                "/cut",
+                get(move || async move {
+                    let endless = chunks(&["first"]).chain(futures_util::stream::pending());
+                    (
+                        StatusCode::NON_AUTHORITATIVE_INFORMATION,
+                        Body::from_stream(endless),
+                    )
+                }),
+            ),
+    )
+    .await;
+    let metrics = Metrics::new();
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(
+            ClientMiddleware::new()
+                .with_meter(metrics.meter("test"))
+                .with_body_sizes(true),
+        )
+        .build();
+    let url = |path: &str| format!("http://{addr}{path}");
+
+    let res = client
+        .post(url("/upload"))
+        .body("0123456789")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.text().await.unwrap(), "10");
+    let frames = ["ab", "cd"].map(|c| Ok::<_, Infallible>(http_body::Frame::data(Bytes::from(c))));
+    let streamed = reqwest::Body::wrap(http_body_util::StreamBody::new(
+        futures_util::stream::iter(frames),
+    ));
+    let res = client
+        .post(url("/upload"))
+        .body(streamed)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.text().await.unwrap(), "4");
+
+    let res = client.get(url("/fixed")).send().await.unwrap();
+    assert_eq!(res.url().as_str(), url("/fixed"));
+    assert_eq!(res.content_length(), Some(5));
+    assert_eq!(res.remote_addr(), Some(addr));
+    assert_eq!(res.text().await.unwrap(), "hello");
+    let res = client.get(url("/stream")).send().await.unwrap();
+    assert_eq!(res.headers().get("content-length"), None);
+    assert_eq!(res.bytes().await.unwrap(), "abcdefgh");
+    let mut res = client.get(url("/cut")).send().await.unwrap();
+    assert_eq!(res.chunk().await.unwrap().unwrap(), "first");
+    drop(res);
+
+    let by_status = |name: &str, status: &str| -> Option<Point> {
+        let points: Vec<Point> = metrics
+            .series(name)
+            .into_iter()
+            .filter(|p| p.get("http.response.status_code") == Some(status))
+            .collect();
+        assert!(points.len() <= 1, "{points:#?}");
+        points.into_iter().next()
+    };
+    const REQUEST: &str = "http.client.request.body.size";
+    const RESPONSE: &str = "http.client.response.body.size";
+    for p in metrics
+        .series(REQUEST)
+        .iter()
+        .chain(&metrics.series(RESPONSE))
+    {
+        assert_eq!(p.unit, "By");
+        assert_eq!(p.get("server.address"), Some("127.0.0.1"));
+        assert!(p.get("http.request.method").is_some(), "{p:#?}");
+        assert_eq!(p.get("url.full"), None);
+    }
+    // Two uploads, the streaming one of unknown length not recorded.
+    let upload = by_status(REQUEST, "200").unwrap();
+    assert_eq!((upload.value, upload.sum), (1.0, 10.0));
+    let answers = by_status(RESPONSE, "200").unwrap();
+    assert_eq!((answers.value, answers.sum), (2.0, 3.0), "\"10\" and \"4\"");
+    for (status, sent, read) in [("201", 0.0, 5.0), ("202", 0.0, 8.0), ("203", 0.0, 5.0)] {
+        assert_eq!(by_status(REQUEST, status).unwrap().sum, sent, "{status}");
+        let response = by_status(RESPONSE, status).unwrap();
+        assert_eq!((response.value, response.sum), (1.0, read), "{status}");
+    }
+}
+
+/// Body sizes are opt-in: a meter alone records the duration only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn body_sizes_are_off_by_default() {
+    let addr = serve(Router::new().route("/ok", axum::routing::post(|| async { "ok" }))).await;
+    let metrics = Metrics::new();
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(ClientMiddleware::new().with_meter(metrics.meter("test")))
+        .build();
+    let res = client
+        .post(format!("http://{addr}/ok"))
+        .body("abc")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.text().await.unwrap(), "ok");
+    let names: Vec<String> = metrics.collect().into_iter().map(|p| p.name).collect();
+    assert_eq!(names, [DURATION]);
+}

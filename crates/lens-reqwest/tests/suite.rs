@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::{Router, routing::get};
 use lens_reqwest::{ClientMiddleware, Outcome};
 use lens_testkit::suite::{
-    self, Call, Harness, Observed, RESPOND, Respond, SKIP_HEADER, Setup, Side,
+    self, Call, Harness, Observed, Protocol, RESPOND, Respond, SKIP_HEADER, Setup, Side,
 };
 use opentelemetry::trace::{SpanKind, TracerProvider as _};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
@@ -48,13 +48,19 @@ impl Harness for Reqwest {
         Side::Client
     }
 
+    fn protocol(&self) -> Protocol {
+        Protocol::Http
+    }
+
     fn supports(&self, respond: Respond) -> bool {
-        // The CLIENT span ends with the response head: a stream does not keep it open.
-        !matches!(respond, Respond::Panic | Respond::Stream)
+        // The CLIENT span ends with the response head: a stream does not keep it open, and a
+        // caller that goes away mid-body has not cancelled the attempt.
+        !matches!(respond, Respond::Panic | Respond::Stream | Respond::Cancel)
     }
 
     async fn run(&self, setup: Setup, call: Call, _expect_spans: usize) -> Observed {
         let exporter = InMemorySpanExporter::default();
+        let metrics = suite::metrics_for(&setup);
         let provider = SdkTracerProvider::builder()
             .with_simple_exporter(exporter.clone())
             .build();
@@ -65,8 +71,10 @@ impl Harness for Reqwest {
             |status: &StatusCode| match *status {
                 StatusCode::NOT_FOUND => Outcome::failure(suite::CLASSIFIED_ERROR, ""),
                 _ => Outcome::Success,
-            }
-        );
+            },
+            &metrics
+        )
+        .with_body_sizes(setup.metrics);
         let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
             .with(middleware)
             .build();
@@ -102,6 +110,9 @@ impl Harness for Reqwest {
             spans,
             outgoing,
             open_after_first_part: None,
+            // The response body was read to its end: its size is recorded.
+            metrics: suite::collected(&metrics),
+            response_bytes: Some(body.len() as u64),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! [`TracedBody`]: a response body that ends its call's span when the body ends.
+//! [`TracedBody`]: a response body that ends its call's span when the body ends;
+//! [`CountedBody`]: a body whose bytes are counted for the body-size metrics.
 
 use std::fmt;
 use std::pin::Pin;
@@ -11,6 +12,7 @@ use pin_project_lite::pin_project;
 
 use crate::classify::Outcome;
 use crate::lifecycle::{LiveSpan, poll_in};
+use crate::metrics::BodyBytes;
 
 /// How a [`TracedBody`] ends its span: what trailers mean, what the end of the stream means.
 pub trait BodyEnd {
@@ -109,6 +111,64 @@ impl<B: Body, H: BodyEnd> Body for TracedBody<B, H> {
                     this.end.end_of_stream(span);
                 }
             }
+        }
+        Poll::Ready(result)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+pin_project! {
+    /// A body whose data bytes are counted for the body-size metrics as they are polled out of
+    /// it, whatever its framing (chunked, streaming, without `Content-Length`): a request body
+    /// counted with [`LiveSpan::count_request_body`], a response body that outlives its span
+    /// with [`LiveSpan::count_response_body`]. Its frames pass unchanged.
+    pub struct CountedBody<B> {
+        #[pin]
+        inner: B,
+        bytes: BodyBytes,
+    }
+}
+
+impl<B> fmt::Debug for CountedBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CountedBody")
+            .field("bytes", &self.bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B> CountedBody<B> {
+    /// `inner`, its data bytes counted into `bytes`.
+    pub fn new(inner: B, bytes: BodyBytes) -> Self {
+        CountedBody { inner, bytes }
+    }
+}
+
+impl<B: Body> Body for CountedBody<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    #[inline]
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let this = self.project();
+        let result = ready!(this.inner.poll_frame(cx));
+        match &result {
+            Some(Ok(frame)) => {
+                if let Some(data) = frame.data_ref() {
+                    this.bytes.add(data.remaining());
+                }
+            }
+            Some(Err(_)) | None => this.bytes.finish(),
         }
         Poll::Ready(result)
     }

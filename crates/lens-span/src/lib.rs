@@ -62,7 +62,8 @@
 //!   inbound policy, injection that replaces a stale `traceparent`.
 //! - [`LiveSpan`]: a started span, ended exactly once (end of body, drop, panic through
 //!   [`poll_in`]); [`TracedBody`] ends it at the end of a response body, as its [`BodyEnd`]
-//!   says; [`Responder`] records what a response means (classifier, response hook);
+//!   says; [`CountedBody`] counts a body's bytes for the body-size [`metrics`];
+//!   [`Responder`] records what a response means (classifier, response hook);
 //!   [`in_span`] runs a future inside a span of its own.
 //! - [`classify`]: what is an error, per kind of span (HTTP server 5xx, HTTP client 4xx/5xx,
 //!   gRPC server codes per the conventions, gRPC client any non-OK): the defaults.
@@ -84,7 +85,7 @@ pub mod redact;
 pub mod rpc;
 pub mod scope;
 
-pub use body::{AtLastFrame, BodyEnd, TracedBody};
+pub use body::{AtLastFrame, BodyEnd, CountedBody, TracedBody};
 pub use lifecycle::{
     Adapter, FilterDecision, InSpan, LiveSpan, Responder, SpanOptions, in_span, poll_in,
 };

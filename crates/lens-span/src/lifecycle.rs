@@ -19,7 +19,7 @@ use opentelemetry_semantic_conventions::attribute::ERROR_TYPE;
 
 use crate::Propagation;
 use crate::classify::{Classify, Failure, Outcome};
-use crate::metrics::{CallMetrics, Instruments, OptIn, Recorder};
+use crate::metrics::{BodyBytes, CallMetrics, Instruments, OptIn, Recorder};
 
 /// What the hooks of one adapter see: its view of a request and of a response, and what its
 /// classifier sees. Each adapter names its own (`RequestInfo`, `reqwest::Request`, ...).
@@ -227,9 +227,13 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         self.metrics.rebuild();
     }
 
-    /// Whether servers also record `http.server.response.body.size` (opt-in, off by default;
-    /// only with a meter): the bytes of the response body actually sent
-    /// ([`LiveSpan::add_body_bytes`]), streaming bodies included.
+    /// Whether HTTP adapters also record the body sizes (opt-in, off by default; only with a
+    /// meter): `http.server.request.body.size` and `http.server.response.body.size` on servers,
+    /// `http.client.request.body.size` and `http.client.response.body.size` on clients. What
+    /// is counted is the adapter's to say: the bytes of the response body sent
+    /// ([`LiveSpan::add_body_bytes`]), of a body counted through [`LiveSpan::count_request_body`]
+    /// or [`LiveSpan::count_response_body`], or a size known in advance
+    /// ([`LiveSpan::set_request_body_size`]).
     pub fn set_body_sizes(&mut self, on: bool) {
         self.metrics.opt_in.body_sizes = on;
         self.metrics.rebuild();
@@ -359,7 +363,7 @@ impl<A: Adapter, P> SpanOptions<A, P> {
     /// The metrics of a call starting now with the adapter's `attributes` (before the hook's):
     /// nothing without a meter.
     #[inline]
-    fn call_metrics(&self, attributes: &[KeyValue]) -> Option<Box<CallMetrics>> {
+    fn call_metrics(&self, attributes: &[KeyValue]) -> Option<CallMetrics> {
         self.metrics
             .recorder
             .as_ref()
@@ -367,7 +371,7 @@ impl<A: Adapter, P> SpanOptions<A, P> {
     }
 
     #[inline]
-    fn live(&self, cx: Context, metrics: Option<Box<CallMetrics>>) -> LiveSpan {
+    fn live(&self, cx: Context, metrics: Option<CallMetrics>) -> LiveSpan {
         LiveSpan {
             cx,
             on_failure: self.on_failure.clone(),
@@ -563,7 +567,7 @@ fn builder(name: Cow<'static, str>, kind: SpanKind, attributes: Vec<KeyValue>) -
 pub struct LiveSpan {
     cx: Context,
     on_failure: Option<Arc<OnFailureFn>>,
-    metrics: Option<Box<CallMetrics>>,
+    metrics: Option<CallMetrics>,
 }
 
 impl fmt::Debug for LiveSpan {
@@ -615,6 +619,31 @@ impl LiveSpan {
         if let Some(metrics) = &mut self.metrics {
             metrics.add_body_bytes(n);
         }
+    }
+
+    /// The request body has `n` bytes, known before it is sent (a client's buffered body):
+    /// recorded as the request body size when the span ends, with body sizes on.
+    #[inline]
+    pub fn set_request_body_size(&mut self, n: u64) {
+        if let Some(metrics) = &mut self.metrics {
+            metrics.set_request_body_size(n);
+        }
+    }
+
+    /// With body sizes on, a counter of the request body's bytes as they are read (wrap the
+    /// body in a [`CountedBody`](crate::CountedBody) with it): the bytes read when the span
+    /// ends are recorded as the request body size (a body the handler read in part, or not at
+    /// all, records what was read). `None` with body sizes off: leave the body as it is.
+    pub fn count_request_body(&mut self) -> Option<BodyBytes> {
+        self.metrics.as_mut()?.count_request_body()
+    }
+
+    /// With body sizes on, a counter for a response body that outlives the span (a client's
+    /// span ends when the response head arrives): the size is recorded, with the span's metric
+    /// attributes as they are now, when the body ends or the counter is dropped. Call it once
+    /// the status code and the outcome are recorded. `None` with body sizes off.
+    pub fn count_response_body(&mut self) -> Option<BodyBytes> {
+        self.metrics.as_mut()?.count_response_body()
     }
 
     /// Records `outcome`: on a failure, `error.type` (on the span and the call's metrics) and

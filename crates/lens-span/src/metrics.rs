@@ -6,18 +6,24 @@
 //!
 //! | [`Instruments`] | instrument | attributes |
 //! | --- | --- | --- |
-//! | `HttpServer` | `http.server.request.duration` (s); opt-in `http.server.active_requests` | `http.request.method` (`_OTHER` outside the known set), `url.scheme`, `http.route` (the matched route only), `network.protocol.version`, `http.response.status_code`, `error.type` |
-//! | `HttpClient` | `http.client.request.duration` (s), per attempt | `http.request.method`, `server.address`, `server.port`, `network.protocol.version`, `http.response.status_code`, `error.type` |
+//! | `HttpServer` | `http.server.request.duration` (s); opt-in `http.server.active_requests`, `http.server.{request,response}.body.size` (By) | `http.request.method` (`_OTHER` outside the known set), `url.scheme`, `http.route` (the matched route only), `network.protocol.version`, `http.response.status_code`, `error.type` |
+//! | `HttpClient` | `http.client.request.duration` (s), per attempt; opt-in `http.client.{request,response}.body.size` (By) | `http.request.method`, `server.address`, `server.port`, `network.protocol.version`, `http.response.status_code`, `error.type` |
 //! | `RpcServer` / `RpcClient` | `rpc.{server,client}.call.duration` (s) under `rpc` / `rpc/dup`, `rpc.{server,client}.duration` (ms) without the opt-in or under `rpc/dup` | the RPC attributes of the chosen conventions, `error.type`; clients `server.address`, `server.port`; on a server an `UNIMPLEMENTED` call's method is `_OTHER` |
 //!
 //! The attributes are taken from the adapter's own span attributes, never from the
-//! request-attribute hook's, so a user's hook cannot grow the number of series.
+//! request-attribute hook's, so a user's hook cannot grow the number of series. A call's metric
+//! state lives inline in its span ([`crate::LiveSpan`]): recording allocates nothing per call.
+//!
+//! Body sizes count the bytes of the body's data frames as they go through, not
+//! `Content-Length`: a server's response body through [`crate::TracedBody`], any other body
+//! through [`crate::CountedBody`] with a [`BodyBytes`] from the span.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use opentelemetry::metrics::{Histogram, Meter, UpDownCounter};
-use opentelemetry::{Key, KeyValue, Value};
+use opentelemetry::{Key, KeyValue, StringValue, Value};
 use opentelemetry_semantic_conventions::attribute as attr;
 use opentelemetry_semantic_conventions::metric as names;
 
@@ -51,49 +57,66 @@ pub enum Instruments {
 /// At most this many attributes per data point: the largest set (`rpc/dup` on a client) is 9.
 const MAX_ATTRIBUTES: usize = 9;
 
+/// The metric attributes of each kind of call, in the order every data point has them (the SDK
+/// finds an existing series without allocating when the order is the same each time).
 #[allow(deprecated)] // the legacy RPC keys
+const HTTP_SERVER_KEYS: [&str; 6] = [
+    attr::HTTP_REQUEST_METHOD,
+    attr::URL_SCHEME,
+    attr::HTTP_ROUTE,
+    attr::NETWORK_PROTOCOL_VERSION,
+    attr::HTTP_RESPONSE_STATUS_CODE,
+    attr::ERROR_TYPE,
+];
+const HTTP_CLIENT_KEYS: [&str; 6] = [
+    attr::HTTP_REQUEST_METHOD,
+    attr::SERVER_ADDRESS,
+    attr::SERVER_PORT,
+    attr::NETWORK_PROTOCOL_VERSION,
+    attr::HTTP_RESPONSE_STATUS_CODE,
+    attr::ERROR_TYPE,
+];
+#[allow(deprecated)] // the legacy RPC keys
+const RPC_KEYS: [&str; MAX_ATTRIBUTES] = [
+    attr::RPC_SYSTEM,
+    attr::RPC_SERVICE,
+    attr::RPC_SYSTEM_NAME,
+    attr::RPC_METHOD,
+    attr::RPC_GRPC_STATUS_CODE,
+    attr::RPC_RESPONSE_STATUS_CODE,
+    attr::ERROR_TYPE,
+    // Clients only.
+    attr::SERVER_ADDRESS,
+    attr::SERVER_PORT,
+];
+/// The RPC keys of a server: all but `server.address` and `server.port`.
+const RPC_SERVER_KEYS: usize = 7;
+
 impl Instruments {
-    /// Whether the span attribute `key` is a metric attribute of this kind of call.
-    fn keeps(self, key: &Key) -> bool {
-        let key = key.as_str();
+    /// The metric attributes of this kind of call, in order.
+    fn keys(self) -> &'static [&'static str] {
         match self {
-            Instruments::HttpServer => matches!(
-                key,
-                attr::HTTP_REQUEST_METHOD
-                    | attr::URL_SCHEME
-                    | attr::HTTP_ROUTE
-                    | attr::NETWORK_PROTOCOL_VERSION
-                    | attr::HTTP_RESPONSE_STATUS_CODE
-                    | attr::ERROR_TYPE
-            ),
-            Instruments::HttpClient => matches!(
-                key,
-                attr::HTTP_REQUEST_METHOD
-                    | attr::SERVER_ADDRESS
-                    | attr::SERVER_PORT
-                    | attr::NETWORK_PROTOCOL_VERSION
-                    | attr::HTTP_RESPONSE_STATUS_CODE
-                    | attr::ERROR_TYPE
-            ),
-            Instruments::RpcServer(_) | Instruments::RpcClient(_) => {
-                let client = matches!(self, Instruments::RpcClient(_));
-                matches!(
-                    key,
-                    attr::RPC_SYSTEM
-                        | attr::RPC_SERVICE
-                        | attr::RPC_SYSTEM_NAME
-                        | attr::RPC_METHOD
-                        | attr::RPC_GRPC_STATUS_CODE
-                        | attr::RPC_RESPONSE_STATUS_CODE
-                        | attr::ERROR_TYPE
-                ) || (client && matches!(key, attr::SERVER_ADDRESS | attr::SERVER_PORT))
-            }
+            Instruments::HttpServer => &HTTP_SERVER_KEYS,
+            Instruments::HttpClient => &HTTP_CLIENT_KEYS,
+            Instruments::RpcServer(_) => &RPC_KEYS[..RPC_SERVER_KEYS],
+            Instruments::RpcClient(_) => &RPC_KEYS,
         }
     }
 
+    /// Where the span attribute `key` goes among this kind's metric attributes, if it is one.
+    fn slot(self, key: &str) -> Option<usize> {
+        self.keys().iter().position(|k| *k == key)
+    }
+
+    /// Whether the span attribute `key` is a metric attribute of this kind of call.
+    #[cfg(test)]
+    fn keeps(self, key: &Key) -> bool {
+        self.slot(key.as_str()).is_some()
+    }
+
     /// Whether `key` is an attribute of `http.server.active_requests`.
-    fn keeps_active(key: &Key) -> bool {
-        matches!(key.as_str(), attr::HTTP_REQUEST_METHOD | attr::URL_SCHEME)
+    fn keeps_active(key: &str) -> bool {
+        matches!(key, attr::HTTP_REQUEST_METHOD | attr::URL_SCHEME)
     }
 }
 
@@ -105,7 +128,9 @@ pub(crate) struct Recorder {
     /// Milliseconds (RPC before the opt-in).
     duration_ms: Option<Histogram<f64>>,
     active: Option<UpDownCounter<i64>>,
-    /// Bytes of response bodies (servers, opt-in).
+    /// Bytes of request bodies (HTTP, opt-in).
+    request_size: Option<Histogram<u64>>,
+    /// Bytes of response bodies (HTTP, opt-in).
     response_size: Option<Histogram<u64>>,
 }
 
@@ -134,6 +159,14 @@ fn milliseconds(meter: &Meter, name: &'static str, description: &'static str) ->
         .with_unit("ms")
         .with_description(description)
         .with_boundaries(DURATION_BUCKETS_MS.to_vec())
+        .build()
+}
+
+fn bytes(meter: &Meter, name: &'static str, description: &'static str) -> Histogram<u64> {
+    meter
+        .u64_histogram(name)
+        .with_unit("By")
+        .with_description(description)
         .build()
 }
 
@@ -190,15 +223,34 @@ impl Recorder {
                 }),
             ),
         };
-        let server = kind == Instruments::HttpServer;
-        let response_size = (opt_in.body_sizes && server).then(|| {
-            meter
-                .u64_histogram(names::HTTP_SERVER_RESPONSE_BODY_SIZE)
-                .with_unit("By")
-                .with_description("Size of HTTP server response bodies.")
-                .build()
-        });
-        let active = (opt_in.active_requests && server).then(|| {
+        let (request_size, response_size) = match kind {
+            Instruments::HttpServer if opt_in.body_sizes => (
+                Some(bytes(
+                    meter,
+                    names::HTTP_SERVER_REQUEST_BODY_SIZE,
+                    "Size of HTTP server request bodies.",
+                )),
+                Some(bytes(
+                    meter,
+                    names::HTTP_SERVER_RESPONSE_BODY_SIZE,
+                    "Size of HTTP server response bodies.",
+                )),
+            ),
+            Instruments::HttpClient if opt_in.body_sizes => (
+                Some(bytes(
+                    meter,
+                    names::HTTP_CLIENT_REQUEST_BODY_SIZE,
+                    "Size of HTTP client request bodies.",
+                )),
+                Some(bytes(
+                    meter,
+                    names::HTTP_CLIENT_RESPONSE_BODY_SIZE,
+                    "Size of HTTP client response bodies.",
+                )),
+            ),
+            _ => (None, None),
+        };
+        let active = (opt_in.active_requests && kind == Instruments::HttpServer).then(|| {
             meter
                 .i64_up_down_counter(names::HTTP_SERVER_ACTIVE_REQUESTS)
                 .with_unit("{request}")
@@ -210,6 +262,7 @@ impl Recorder {
             duration,
             duration_ms,
             active,
+            request_size,
             response_size,
         }
     }
@@ -222,50 +275,109 @@ pub(crate) struct OptIn {
     pub(crate) body_sizes: bool,
 }
 
-/// The metric attributes of one call, kept inline (no allocation per call beyond the box that
-/// holds the call's metrics).
+/// The value of one metric attribute, in 24 bytes (a `Value` takes 32, for arrays no metric
+/// attribute has): text or an integer, the only kinds the conventions give these keys.
+#[derive(Clone, Debug, PartialEq)]
+enum Slot {
+    Text(StringValue),
+    Int(i64),
+}
+
+impl Slot {
+    fn of(value: &Value) -> Slot {
+        match value {
+            Value::String(text) => Slot::Text(text.clone()),
+            Value::I64(n) => Slot::Int(*n),
+            Value::Bool(b) => Slot::Text(StringValue::from(if *b { "true" } else { "false" })),
+            // No metric attribute is one: kept as text rather than lost.
+            other => Slot::Text(StringValue::from(other.to_string())),
+        }
+    }
+
+    fn into_value(self) -> Value {
+        match self {
+            Slot::Text(text) => Value::String(text),
+            Slot::Int(n) => Value::I64(n),
+        }
+    }
+}
+
+/// The metric attributes of one call, inline: the value of each of its kind's keys
+/// ([`Instruments::keys`]) that is set. Recorded in the keys' order, the same for every call.
 struct Attributes {
-    kvs: [KeyValue; MAX_ATTRIBUTES],
-    len: usize,
+    kind: Instruments,
+    values: [Option<Slot>; MAX_ATTRIBUTES],
 }
 
 impl Attributes {
-    fn new() -> Self {
+    fn new(kind: Instruments) -> Self {
         Attributes {
-            kvs: std::array::from_fn(|_| KeyValue::new("", false)),
-            len: 0,
+            kind,
+            values: [const { None }; MAX_ATTRIBUTES],
         }
     }
 
-    fn as_slice(&self) -> &[KeyValue] {
-        &self.kvs[..self.len]
-    }
-
-    /// Sets `key` to `value`: replaces it when present, else appends it (dropped when full).
-    fn set(&mut self, key: &Key, value: &Value) {
-        if let Some(kv) = self.kvs[..self.len].iter_mut().find(|kv| kv.key == *key) {
-            kv.value = value.clone();
-        } else if self.len < MAX_ATTRIBUTES {
-            self.kvs[self.len] = KeyValue::new(key.clone(), value.clone());
-            self.len += 1;
+    /// Sets `key` to `value` when it is one of the kind's metric attributes (replaced when set
+    /// again).
+    fn set(&mut self, key: &str, value: &Value) {
+        if let Some(i) = self.kind.slot(key) {
+            self.values[i] = Some(Slot::of(value));
         }
     }
 
-    fn get(&self, key: &str) -> Option<&Value> {
-        self.as_slice()
-            .iter()
-            .find(|kv| kv.key.as_str() == key)
-            .map(|kv| &kv.value)
+    fn remove(&mut self, key: &str) {
+        if let Some(i) = self.kind.slot(key) {
+            self.values[i] = None;
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&Slot> {
+        self.values[self.kind.slot(key)?].as_ref()
+    }
+
+    /// The set attributes as key-values, in the keys' order, cloned (a clone of a value of a
+    /// span attribute shares its text: lens's values are static or reference-counted), with
+    /// `keep` choosing among the keys.
+    fn key_values(&self, keep: impl Fn(&str) -> bool) -> ([KeyValue; MAX_ATTRIBUTES], usize) {
+        let mut kvs: [KeyValue; MAX_ATTRIBUTES] = std::array::from_fn(|_| placeholder());
+        let mut n = 0;
+        for (key, slot) in self.kind.keys().iter().zip(&self.values) {
+            if let Some(slot) = slot
+                && keep(key)
+            {
+                kvs[n] = KeyValue::new(Key::from_static_str(key), slot.clone().into_value());
+                n += 1;
+            }
+        }
+        (kvs, n)
+    }
+
+    /// The set attributes as key-values, in the keys' order, moved out (nothing cloned).
+    fn take_key_values(&mut self) -> ([KeyValue; MAX_ATTRIBUTES], usize) {
+        let mut kvs: [KeyValue; MAX_ATTRIBUTES] = std::array::from_fn(|_| placeholder());
+        let mut n = 0;
+        for (key, slot) in self.kind.keys().iter().zip(&mut self.values) {
+            if let Some(slot) = slot.take() {
+                kvs[n] = KeyValue::new(Key::from_static_str(key), slot.into_value());
+                n += 1;
+            }
+        }
+        (kvs, n)
     }
 }
 
-/// The attributes of `http.server.active_requests` among `attributes` (no allocation: their
-/// values are static text).
-fn active_attributes(attributes: &Attributes) -> ([KeyValue; 2], usize) {
-    let mut pair = [KeyValue::new("", false), KeyValue::new("", false)];
+/// A key-value that fills an unused place of an array (nothing allocated).
+fn placeholder() -> KeyValue {
+    KeyValue::new(Key::from_static_str(""), Value::Bool(false))
+}
+
+/// The attributes of `http.server.active_requests` among `kvs` (the method and the scheme are
+/// static text: nothing allocated).
+fn active_attributes(kvs: &[KeyValue]) -> ([KeyValue; 2], usize) {
+    let mut pair = [placeholder(), placeholder()];
     let mut n = 0;
-    for kv in attributes.as_slice() {
-        if Instruments::keeps_active(&kv.key) && n < pair.len() {
+    for kv in kvs {
+        if Instruments::keeps_active(kv.key.as_str()) && n < pair.len() {
             pair[n] = kv.clone();
             n += 1;
         }
@@ -273,70 +385,127 @@ fn active_attributes(attributes: &Attributes) -> ([KeyValue; 2], usize) {
     (pair, n)
 }
 
-/// What one call records when its span ends.
+/// The request body's size, as far as it is known.
+enum RequestBytes {
+    /// Not known (a client's streaming body without a length): not recorded.
+    Unknown,
+    /// Known when the call starts (a client's buffered body).
+    Known(u64),
+    /// Counted as the body is read ([`BodyBytes`]), read when the call ends.
+    Counted(Arc<AtomicU64>),
+}
+
+/// What one call records when its span ends. Kept inline in the span ([`crate::LiveSpan`]):
+/// nothing is allocated per call to record its metrics.
 pub(crate) struct CallMetrics {
     recorder: Arc<Recorder>,
     start: Instant,
     attributes: Attributes,
-    /// Response body bytes sent so far.
-    body_bytes: u64,
+    /// Response body bytes sent so far (servers).
+    response_bytes: u64,
+    /// Whether the response body is counted by a [`BodyBytes`] of its own (clients).
+    response_detached: bool,
+    request_bytes: RequestBytes,
 }
 
 impl CallMetrics {
     /// A call starting now with the adapter's span `attributes` (before the user's hook).
-    pub(crate) fn start(recorder: &Arc<Recorder>, attributes: &[KeyValue]) -> Box<Self> {
-        let mut kept = Attributes::new();
+    pub(crate) fn start(recorder: &Arc<Recorder>, attributes: &[KeyValue]) -> Self {
+        let mut kept = Attributes::new(recorder.kind);
         for kv in attributes {
-            if recorder.kind.keeps(&kv.key) {
-                kept.set(&kv.key, &kv.value);
-            }
+            kept.set(kv.key.as_str(), &kv.value);
         }
         if let Some(counter) = &recorder.active {
-            let (pair, n) = active_attributes(&kept);
-            counter.add(1, &pair[..n]);
+            let (kvs, n) = kept.key_values(Instruments::keeps_active);
+            counter.add(1, &kvs[..n]);
         }
-        Box::new(CallMetrics {
+        CallMetrics {
             recorder: Arc::clone(recorder),
             start: Instant::now(),
             attributes: kept,
-            body_bytes: 0,
-        })
+            response_bytes: 0,
+            response_detached: false,
+            request_bytes: RequestBytes::Unknown,
+        }
     }
 
     /// An attribute set on the span after it started (a status code, `error.type`).
     pub(crate) fn set(&mut self, kv: &KeyValue) {
-        if self.recorder.kind.keeps(&kv.key) {
-            self.attributes.set(&kv.key, &kv.value);
-        }
+        self.attributes.set(kv.key.as_str(), &kv.value);
     }
 
     /// `n` more bytes of the response body went out.
     pub(crate) fn add_body_bytes(&mut self, n: usize) {
         if self.recorder.response_size.is_some() {
-            self.body_bytes = self.body_bytes.saturating_add(n as u64);
+            self.response_bytes = self.response_bytes.saturating_add(n as u64);
         }
     }
 
+    /// The request body has `n` bytes (known before it is sent).
+    pub(crate) fn set_request_body_size(&mut self, n: u64) {
+        if self.recorder.request_size.is_some() {
+            self.request_bytes = RequestBytes::Known(n);
+        }
+    }
+
+    /// A counter of the request body's bytes as they are read, when its size is recorded.
+    pub(crate) fn count_request_body(&mut self) -> Option<BodyBytes> {
+        self.recorder.request_size.as_ref()?;
+        let counter = Arc::new(AtomicU64::new(0));
+        self.request_bytes = RequestBytes::Counted(Arc::clone(&counter));
+        Some(BodyBytes(Sink::Shared(counter)))
+    }
+
+    /// The response body's size recorded by a counter of its own, when its body ends (a
+    /// client's response outlives its span), with the call's attributes as they are now.
+    pub(crate) fn count_response_body(&mut self) -> Option<BodyBytes> {
+        let histogram = self.recorder.response_size.clone()?;
+        self.response_detached = true;
+        let (kvs, n) = self.attributes.key_values(|_| true);
+        Some(BodyBytes(Sink::Record {
+            histogram,
+            attributes: kvs,
+            len: n,
+            bytes: 0,
+            done: false,
+        }))
+    }
+
     /// The call ended: record its duration (and one request fewer active).
-    pub(crate) fn end(mut self: Box<Self>) {
+    pub(crate) fn end(mut self) {
         let elapsed = self.start.elapsed().as_secs_f64();
         if let Instruments::RpcServer(_) = self.recorder.kind {
             self.bound_rpc_method();
         }
-        let attributes = self.attributes.as_slice();
-        if let Some(histogram) = &self.recorder.duration {
+        let recorder = &*self.recorder;
+        let (kvs, n) = self.attributes.take_key_values();
+        let attributes = &kvs[..n];
+        if let Some(histogram) = &recorder.duration {
             histogram.record(elapsed, attributes);
         }
-        if let Some(histogram) = &self.recorder.duration_ms {
+        if let Some(histogram) = &recorder.duration_ms {
             histogram.record(elapsed * 1000.0, attributes);
         }
-        if let Some(histogram) = &self.recorder.response_size {
-            histogram.record(self.body_bytes, attributes);
+        if let Some(histogram) = &recorder.request_size {
+            let size = match &self.request_bytes {
+                RequestBytes::Unknown => None,
+                RequestBytes::Known(n) => Some(*n),
+                RequestBytes::Counted(counter) => Some(counter.load(Ordering::Relaxed)),
+            };
+            if let Some(size) = size {
+                histogram.record(size, attributes);
+            }
         }
-        if let Some(counter) = &self.recorder.active {
+        if let Some(histogram) = &recorder.response_size
+            && !self.response_detached
+            && recorder.kind == Instruments::HttpServer
+        {
+            histogram.record(self.response_bytes, attributes);
+        }
+        if let Some(counter) = &recorder.active {
             // The method and the scheme are set when the call starts and never change: the
             // same series as the increment.
-            let (pair, n) = active_attributes(&self.attributes);
+            let (pair, n) = active_attributes(attributes);
             counter.add(-1, &pair[..n]);
         }
     }
@@ -346,31 +515,91 @@ impl CallMetrics {
     /// grow the number of series.
     #[allow(deprecated)]
     fn bound_rpc_method(&mut self) {
-        let unimplemented = self
-            .attributes
-            .get(attr::RPC_GRPC_STATUS_CODE)
-            .is_some_and(|v| *v == Value::I64(12))
-            || self
-                .attributes
-                .get(attr::RPC_RESPONSE_STATUS_CODE)
-                .is_some_and(|v| v.as_str() == "UNIMPLEMENTED");
+        let unimplemented = self.attributes.get(attr::RPC_GRPC_STATUS_CODE) == Some(&Slot::Int(12))
+            || matches!(
+                self.attributes.get(attr::RPC_RESPONSE_STATUS_CODE),
+                Some(Slot::Text(code)) if code.as_str() == "UNIMPLEMENTED"
+            );
         if !unimplemented {
             return;
         }
-        let other = Value::from("_OTHER");
         if self.attributes.get(attr::RPC_METHOD).is_some() {
             self.attributes
-                .set(&Key::from_static_str(attr::RPC_METHOD), &other);
+                .set(attr::RPC_METHOD, &Value::from("_OTHER"));
         }
-        let len = self.attributes.len;
-        let kvs = &mut self.attributes.kvs[..len];
-        if let Some(i) = kvs
-            .iter()
-            .position(|kv| kv.key.as_str() == attr::RPC_SERVICE)
+        self.attributes.remove(attr::RPC_SERVICE);
+    }
+}
+
+/// Counts the bytes of a body for the body-size metrics ([`CountedBody`](crate::CountedBody)
+/// calls [`BodyBytes::add`] for every data frame). Made by the span lifecycle when body sizes
+/// are on: [`LiveSpan::count_request_body`](crate::LiveSpan::count_request_body) (read when
+/// the span ends), [`LiveSpan::count_response_body`](crate::LiveSpan::count_response_body)
+/// (recorded when the body ends or is dropped).
+pub struct BodyBytes(Sink);
+
+/// Inline, both: a `BodyBytes` lives in the box a framework makes for the body it counts
+/// (axum's `Body::new`, reqwest's `Body::wrap`), so the record's attributes cost no allocation
+/// of their own; a request body's box is the larger for it.
+#[allow(clippy::large_enum_variant)]
+enum Sink {
+    /// A request body: its span reads the count when it ends.
+    Shared(Arc<AtomicU64>),
+    /// A response body that outlives its span: recorded once, at its end or drop.
+    Record {
+        histogram: Histogram<u64>,
+        attributes: [KeyValue; MAX_ATTRIBUTES],
+        len: usize,
+        bytes: u64,
+        done: bool,
+    },
+}
+
+impl std::fmt::Debug for BodyBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let bytes = match &self.0 {
+            Sink::Shared(counter) => counter.load(Ordering::Relaxed),
+            Sink::Record { bytes, .. } => *bytes,
+        };
+        f.debug_struct("BodyBytes").field("bytes", &bytes).finish()
+    }
+}
+
+impl BodyBytes {
+    /// `n` more bytes of the body were read.
+    #[inline]
+    pub fn add(&mut self, n: usize) {
+        let n = n as u64;
+        match &mut self.0 {
+            // One writer (the body) and one reader (its span, when it ends): relaxed is enough.
+            Sink::Shared(counter) => {
+                counter.fetch_add(n, Ordering::Relaxed);
+            }
+            Sink::Record { bytes, .. } => *bytes = bytes.saturating_add(n),
+        }
+    }
+
+    /// The body ended (its last frame, an error): a response body's size is recorded now,
+    /// once. Dropping the body does the same.
+    pub fn finish(&mut self) {
+        if let Sink::Record {
+            histogram,
+            attributes,
+            len,
+            bytes,
+            done,
+        } = &mut self.0
+            && !*done
         {
-            kvs[i..].rotate_left(1);
-            self.attributes.len -= 1;
+            *done = true;
+            histogram.record(*bytes, &attributes[..*len]);
         }
+    }
+}
+
+impl Drop for BodyBytes {
+    fn drop(&mut self) {
+        self.finish();
     }
 }
 
@@ -379,20 +608,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_key_set_again_is_replaced_and_the_set_stays_bounded() {
-        let mut attributes = Attributes::new();
-        let key = Key::from_static_str(attr::HTTP_RESPONSE_STATUS_CODE);
-        attributes.set(&key, &Value::I64(200));
-        attributes.set(&key, &Value::I64(503));
-        assert_eq!(attributes.as_slice().len(), 1);
+    fn a_key_set_again_is_replaced_and_others_are_not_kept() {
+        let mut attributes = Attributes::new(Instruments::HttpServer);
+        attributes.set(attr::HTTP_RESPONSE_STATUS_CODE, &Value::I64(200));
+        attributes.set(attr::HTTP_RESPONSE_STATUS_CODE, &Value::I64(503));
+        attributes.set(attr::URL_PATH, &Value::from("/users/1"));
+        attributes.set(attr::HTTP_REQUEST_METHOD, &Value::from("GET"));
         assert_eq!(
             attributes.get(attr::HTTP_RESPONSE_STATUS_CODE),
-            Some(&Value::I64(503))
+            Some(&Slot::Int(503))
         );
-        for i in 0..2 * MAX_ATTRIBUTES {
-            attributes.set(&Key::new(format!("k{i}")), &Value::I64(0));
+        // In the keys' order, whatever the order they were set in.
+        let (kvs, n) = attributes.take_key_values();
+        let keys: Vec<&str> = kvs[..n].iter().map(|kv| kv.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [attr::HTTP_REQUEST_METHOD, attr::HTTP_RESPONSE_STATUS_CODE]
+        );
+        assert_eq!(attributes.get(attr::HTTP_REQUEST_METHOD), None);
+    }
+
+    #[test]
+    fn every_kind_fits_the_inline_attributes() {
+        let rpc = RpcConventions::DUPLICATE;
+        for kind in [
+            Instruments::HttpServer,
+            Instruments::HttpClient,
+            Instruments::RpcServer(rpc),
+            Instruments::RpcClient(rpc),
+        ] {
+            assert!(kind.keys().len() <= MAX_ATTRIBUTES, "{kind:?}");
         }
-        assert_eq!(attributes.as_slice().len(), MAX_ATTRIBUTES);
+        assert_eq!(Instruments::RpcClient(rpc).keys().len(), MAX_ATTRIBUTES);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::task::{Context as TaskContext, Poll};
 use lens_core::policy::InboundPolicy;
 use lens_testkit::recorder::Recorder;
 use lens_testkit::suite::{
-    self, Call, Harness, Observed, RESPOND, Respond, SKIP_HEADER, Setup, Side,
+    self, Call, Harness, Observed, Protocol, RESPOND, Respond, SKIP_HEADER, Setup, Side,
 };
 use lens_tonic::{ClientLayer, JsonCodec, Outcome, ServerLayer};
 use opentelemetry::trace::{FutureExt as _, SpanKind, TracerProvider as _};
@@ -191,7 +191,7 @@ async fn serve(layer: Option<ServerLayer>, gate: Arc<Semaphore>) -> SocketAddr {
 
 /// Sets the suite's knobs on either layer (the same names on both).
 macro_rules! configure {
-    ($layer:expr, $setup:expr, $tracer:expr) => {
+    ($layer:expr, $setup:expr, $tracer:expr, $metrics:expr) => {
         lens_testkit::suite_knobs!(
             $layer.with_tracer($tracer),
             $setup,
@@ -199,7 +199,8 @@ macro_rules! configure {
             |code: &Code| match code {
                 Code::NotFound => Outcome::failure(suite::CLASSIFIED_ERROR, ""),
                 _ => Outcome::Success,
-            }
+            },
+            $metrics
         )
     };
 }
@@ -209,6 +210,10 @@ struct Grpc(Side);
 impl Harness for Grpc {
     fn side(&self) -> Side {
         self.0
+    }
+
+    fn protocol(&self) -> Protocol {
+        Protocol::Grpc
     }
 
     fn supports(&self, respond: Respond) -> bool {
@@ -223,9 +228,15 @@ impl Harness for Grpc {
             .build();
         let tracer = provider.tracer("suite");
         let gate = Arc::new(Semaphore::new(0));
+        // Only the layer under test records metrics.
+        let metrics = suite::metrics_for(&setup);
+        let (server_metrics, client_metrics) = match self.0 {
+            Side::Server => (&metrics, &None),
+            Side::Client => (&None, &metrics),
+        };
         let (addr, kind) = match self.0 {
             Side::Server => {
-                let layer = configure!(ServerLayer::new(), setup, tracer)
+                let layer = configure!(ServerLayer::new(), setup, tracer, server_metrics)
                     .with_inbound_policy(InboundPolicy::custom(move |_| setup.decision));
                 (
                     serve(Some(layer), Arc::clone(&gate)).await,
@@ -239,7 +250,12 @@ impl Harness for Grpc {
             .connect()
             .await
             .unwrap();
-        let client_layer = configure!(ClientLayer::new(), setup, provider.tracer("suite-client"));
+        let client_layer = configure!(
+            ClientLayer::new(),
+            setup,
+            provider.tracer("suite-client"),
+            client_metrics
+        );
         let mut observed = Observed::default();
         let first = match self.0 {
             // The server side: the caller's context travels as plain metadata.
@@ -271,6 +287,7 @@ impl Harness for Grpc {
             .into_iter()
             .filter(|s: &SpanData| s.span_kind == kind)
             .collect();
+        observed.metrics = suite::collected(&metrics);
         observed
     }
 }
@@ -305,7 +322,7 @@ where
     }
     metadata.insert(RESPOND, call.respond.as_str().parse().unwrap());
     grpc.ready().await.map_err(Into::into).unwrap();
-    if call.respond == Respond::Stream {
+    if matches!(call.respond, Respond::Stream | Respond::Cancel) {
         let response = grpc
             .server_streaming(
                 request,
@@ -316,6 +333,11 @@ where
             .unwrap();
         let mut stream = response.into_inner();
         let first = stream.message().await.unwrap().unwrap_or_default();
+        if call.respond == Respond::Cancel {
+            // The caller goes away: the stream is reset, the server drops its response.
+            drop(stream);
+            return first;
+        }
         observed.open_after_first_part = Some(recorder.ended().is_empty());
         gate.add_permits(1);
         while stream.message().await.unwrap().is_some() {}

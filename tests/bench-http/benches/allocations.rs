@@ -116,7 +116,7 @@ fn main() {
     let mut floors = drivers::span_floor_drivers(&provider);
     let meters = meters::meter_provider();
     axum.extend(drivers::axum_metrics_drivers(&provider, &meters));
-    reqwest.push(drivers::reqwest_metrics_driver(&provider, &meters));
+    reqwest.extend(drivers::reqwest_metrics_drivers(&provider, &meters));
     let mut peers = [
         drivers::instrumentation_tower_driver(&provider),
         drivers::axum_tracing_opentelemetry_driver(),

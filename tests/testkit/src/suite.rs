@@ -19,23 +19,43 @@
 //!   [`REQUEST_ATTRIBUTE`] = `true` and the response hook [`RESPONSE_ATTRIBUTE`] = `true`;
 //! - with [`Setup::classified`] the harness's classifier (the macro's last argument) calls the
 //!   caller's error (HTTP 404, gRPC `NOT_FOUND`) a failure with `error.type` [`CLASSIFIED_ERROR`]
-//!   and nothing else one, and the failure hook adds [`FAILURE_ATTRIBUTE`] = the `error.type`.
+//!   and nothing else one, and the failure hook adds [`FAILURE_ATTRIBUTE`] = the `error.type`;
+//! - with [`Setup::metrics`] the adapter records its metrics with a meter of the suite's
+//!   [`Metrics`] (the macro's last argument, [`metrics_for`]) and every opt-in instrument it has
+//!   on (HTTP: body sizes; HTTP servers: active requests); the harness reports what was
+//!   collected once the call is over ([`Observed::metrics`]) and the bytes of the response body
+//!   the caller received ([`Observed::response_bytes`], HTTP);
+//! - [`Respond::Cancel`]: the peer sends a first part and then nothing; the caller reads the
+//!   first part and goes away (drops the response or the stream).
+//!
+//! The metrics part checks the same things for every adapter: one duration per call whatever
+//! the way out (response, error, panic, stream, cancel), in the conventions' unit and buckets;
+//! its attributes exactly the span's attributes among the instrument's keys (so never a user's
+//! hook's, never the path or the peer's address), `error.type` the span's, never an error's
+//! message; HTTP servers' active requests back to 0; HTTP body sizes one per call, the response's
+//! the bytes the caller received; nothing for a request the filter skipped.
 
 /// Sets the suite's knobs on an adapter (they have the same names in every adapter): the random
-/// flag on new traces, `filter`, and as [`Setup`] says the span name, the attribute hooks, and
-/// the classifier `classifier` with the failure hook.
+/// flag on new traces, `filter`, and as [`Setup`] says the span name, the attribute hooks, the
+/// classifier `classifier` with the failure hook, and a meter of `metrics` (an
+/// `&Option<Metrics>`, [`metrics_for`]). The opt-in instruments are the harness's to turn on.
 ///
 /// ```text
+/// let metrics = lens_testkit::suite::metrics_for(&setup);
 /// let layer = lens_testkit::suite_knobs!(ServerLayer::new().with_tracer(t), setup, |req| ...,
-///     |status: &StatusCode| ...);
+///     |status: &StatusCode| ..., &metrics);
 /// ```
 #[macro_export]
 macro_rules! suite_knobs {
-    ($adapter:expr, $setup:expr, $filter:expr, $classifier:expr) => {{
+    ($adapter:expr, $setup:expr, $filter:expr, $classifier:expr, $metrics:expr) => {{
         let setup: $crate::suite::Setup = $setup;
+        let metrics: &Option<$crate::metrics::Metrics> = $metrics;
         let mut adapter = $adapter
             .with_random_flag_on_new_traces(setup.random_flag_on_new_traces)
             .with_filter($filter);
+        if let Some(metrics) = metrics {
+            adapter = adapter.with_meter(metrics.meter("suite"));
+        }
         if setup.named {
             adapter = adapter.with_span_name(|_| $crate::suite::SPAN_NAME.into());
         }
@@ -77,6 +97,8 @@ use opentelemetry::Context;
 use opentelemetry::trace::{SpanId, SpanKind, Status, TraceId};
 use opentelemetry_sdk::trace::SpanData;
 
+use crate::metrics::{DURATION_BUCKETS_S, Metrics, Point};
+
 /// The header (or gRPC metadata key) that tells the peer how to answer.
 pub const RESPOND: &str = "x-suite-respond";
 /// Requests carrying this header are skipped by the filter.
@@ -96,6 +118,15 @@ pub const FAILURE_ATTRIBUTE: &str = "suite.failure";
 pub const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 /// The W3C example parent span.
 pub const PARENT_ID: &str = "00f067aa0ba902b7";
+
+/// Which conventions the adapter's metrics follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// `http.server.*` / `http.client.*`.
+    Http,
+    /// `rpc.server.*` / `rpc.client.*` (either or both of the RPC conventions).
+    Grpc,
+}
 
 /// Which side of a call the adapter is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,6 +150,8 @@ pub struct Setup {
     pub hooks: bool,
     /// Install the suite's classifier (the caller's error is the only failure) and failure hook.
     pub classified: bool,
+    /// Record metrics (with every opt-in instrument the adapter has).
+    pub metrics: bool,
 }
 
 impl Default for Setup {
@@ -129,6 +162,7 @@ impl Default for Setup {
             named: false,
             hooks: false,
             classified: false,
+            metrics: false,
         }
     }
 }
@@ -146,6 +180,8 @@ pub enum Respond {
     Panic,
     /// A streaming response whose span must outlast its first part.
     Stream,
+    /// A first part, then nothing: the caller goes away after it (the call cancelled).
+    Cancel,
 }
 
 impl Respond {
@@ -157,6 +193,7 @@ impl Respond {
             Respond::ServerError => "server-error",
             Respond::Panic => "panic",
             Respond::Stream => "stream",
+            Respond::Cancel => "cancel",
         }
     }
 
@@ -167,6 +204,7 @@ impl Respond {
             "server-error" => Respond::ServerError,
             "panic" => Respond::Panic,
             "stream" => Respond::Stream,
+            "cancel" => Respond::Cancel,
             _ => Respond::Ok,
         }
     }
@@ -206,6 +244,10 @@ pub struct Observed {
     pub outgoing: BTreeMap<String, Vec<String>>,
     /// [`Respond::Stream`]: whether the span was still open once the first part had arrived.
     pub open_after_first_part: Option<bool>,
+    /// With [`Setup::metrics`]: every series collected once the call was over.
+    pub metrics: Vec<Point>,
+    /// HTTP: the bytes of the response body the caller received.
+    pub response_bytes: Option<u64>,
 }
 
 impl Observed {
@@ -230,11 +272,23 @@ impl Observed {
 pub trait Harness {
     /// Which side it is on.
     fn side(&self) -> Side;
+    /// Which conventions its metrics follow.
+    fn protocol(&self) -> Protocol;
     /// Whether it can produce `respond` (a client cannot make its peer panic).
     fn supports(&self, respond: Respond) -> bool;
     /// Builds the adapter as `setup` says, sends `call`, waits for `expect_spans` ended spans of
     /// the adapter's kind and reports.
     fn run(&self, setup: Setup, call: Call, expect_spans: usize) -> impl Future<Output = Observed>;
+}
+
+/// A meter provider for one call when `setup` asks for metrics (the suite's last knob).
+pub fn metrics_for(setup: &Setup) -> Option<Metrics> {
+    setup.metrics.then(Metrics::new)
+}
+
+/// What `metrics` collected (nothing without metrics): [`Observed::metrics`].
+pub fn collected(metrics: &Option<Metrics>) -> Vec<Point> {
+    metrics.as_ref().map(Metrics::collect).unwrap_or_default()
 }
 
 /// The trace context the current Context would send on: what a handler reports.
@@ -302,9 +356,167 @@ fn parts(scenario: &str, traceparent: Option<&str>) -> (String, String, String) 
     )
 }
 
+/// The durations of a kind of call, with their units: HTTP has one, RPC one or both of the
+/// conventions' (as `OTEL_SEMCONV_STABILITY_OPT_IN` says).
+fn durations(side: Side, protocol: Protocol) -> &'static [(&'static str, &'static str)] {
+    match (protocol, side) {
+        (Protocol::Http, Side::Server) => &[("http.server.request.duration", "s")],
+        (Protocol::Http, Side::Client) => &[("http.client.request.duration", "s")],
+        (Protocol::Grpc, Side::Server) => &[
+            ("rpc.server.call.duration", "s"),
+            ("rpc.server.duration", "ms"),
+        ],
+        (Protocol::Grpc, Side::Client) => &[
+            ("rpc.client.call.duration", "s"),
+            ("rpc.client.duration", "ms"),
+        ],
+    }
+}
+
+/// The attributes the conventions give a kind of call's metrics (1.42): the keys a data point
+/// may have, and those it must have.
+fn metric_keys(side: Side, protocol: Protocol) -> (Vec<&'static str>, Vec<&'static str>) {
+    match (protocol, side) {
+        (Protocol::Http, Side::Server) => (
+            vec![
+                "http.request.method",
+                "url.scheme",
+                "http.route",
+                "network.protocol.version",
+                "http.response.status_code",
+                "error.type",
+            ],
+            vec!["http.request.method", "url.scheme"],
+        ),
+        (Protocol::Http, Side::Client) => (
+            vec![
+                "http.request.method",
+                "server.address",
+                "server.port",
+                "network.protocol.version",
+                "http.response.status_code",
+                "error.type",
+            ],
+            vec!["http.request.method", "server.address", "server.port"],
+        ),
+        (Protocol::Grpc, side) => {
+            let mut keys = vec![
+                "rpc.system",
+                "rpc.service",
+                "rpc.method",
+                "rpc.grpc.status_code",
+                "rpc.system.name",
+                "rpc.response.status_code",
+                "error.type",
+            ];
+            if side == Side::Client {
+                keys.extend(["server.address", "server.port"]);
+            }
+            (keys, vec!["rpc.method"])
+        }
+    }
+}
+
+/// The metrics part: what one call with [`Setup::metrics`] recorded (see the module's docs).
+fn check_metrics(scenario: &str, side: Side, protocol: Protocol, seen: &Observed) {
+    let span = seen.one(scenario);
+    let points = &seen.metrics;
+    let (allowed, required) = metric_keys(side, protocol);
+    let text = |key: &str| attr(span, key).map(|v| v.as_str().into_owned());
+    // The attributes every data point of the call has: the span's, among the conventions' keys.
+    let expected: BTreeMap<String, String> = allowed
+        .iter()
+        .filter_map(|key| Some(((*key).to_owned(), text(key)?)))
+        .collect();
+    for key in &required {
+        assert!(
+            expected.contains_key(*key),
+            "{scenario}: the span has no {key}: {:?}",
+            span.attributes
+        );
+    }
+    let description = match &span.status {
+        Status::Error { description } => Some(description.to_string()),
+        _ => None,
+    };
+    let same_attributes = |p: &Point| {
+        assert_eq!(
+            p.attributes, expected,
+            "{scenario}: {} has not the span's attributes among the conventions' keys",
+            p.name
+        );
+        if let (Some(error_type), Some(description)) = (p.get("error.type"), &description)
+            && !description.is_empty()
+        {
+            assert_ne!(
+                error_type, description,
+                "{scenario}: error.type is the error's message"
+            );
+        }
+    };
+
+    let mut recorded = 0;
+    for (name, unit) in durations(side, protocol) {
+        let series: Vec<&Point> = points.iter().filter(|p| p.name == *name).collect();
+        if series.is_empty() {
+            continue;
+        }
+        recorded += 1;
+        assert_eq!(series.len(), 1, "{scenario}: {series:#?}");
+        let p = series[0];
+        assert_eq!(p.value, 1.0, "{scenario}: one {name} per call");
+        assert_eq!(p.unit, *unit, "{scenario}: {name}");
+        let scale = if *unit == "ms" { 1000.0 } else { 1.0 };
+        let bounds: Vec<f64> = DURATION_BUCKETS_S.iter().map(|b| b * scale).collect();
+        assert_eq!(p.bounds, bounds, "{scenario}: {name}");
+        same_attributes(p);
+    }
+    assert!(recorded > 0, "{scenario}: no duration in {points:#?}");
+
+    if protocol == Protocol::Http {
+        let prefix = match side {
+            Side::Server => "http.server",
+            Side::Client => "http.client",
+        };
+        for body in ["request", "response"] {
+            let name = format!("{prefix}.{body}.body.size");
+            let series: Vec<&Point> = points.iter().filter(|p| p.name == name).collect();
+            assert_eq!(series.len(), 1, "{scenario}: {name} in {points:#?}");
+            let p = series[0];
+            assert_eq!(
+                (p.value, p.unit.as_str()),
+                (1.0, "By"),
+                "{scenario}: {name}"
+            );
+            same_attributes(p);
+            // The suite's requests have no body.
+            let bytes = match body {
+                "request" => Some(0),
+                _ => seen.response_bytes,
+            };
+            if let Some(bytes) = bytes {
+                assert_eq!(p.sum, bytes as f64, "{scenario}: {name}");
+            }
+        }
+        if side == Side::Server {
+            let active: Vec<&Point> = points
+                .iter()
+                .filter(|p| p.name == "http.server.active_requests")
+                .collect();
+            assert_eq!(active.len(), 1, "{scenario}: {points:#?}");
+            let p = active[0];
+            assert_eq!(p.unit, "{request}", "{scenario}");
+            assert_eq!(p.value, 0.0, "{scenario}: active requests not back to 0");
+            let keys: Vec<&str> = p.attributes.keys().map(String::as_str).collect();
+            assert_eq!(keys, ["http.request.method", "url.scheme"], "{scenario}");
+        }
+    }
+}
+
 /// Runs every scenario of the suite that `harness` supports.
 pub async fn run<H: Harness>(harness: &H) {
     let side = harness.side();
+    let protocol = harness.protocol();
     let baggage = ("baggage", "tenant=acme,user=alice%20smith".to_owned());
 
     // Parent and child across the hop, the trace id kept, trusted baggage kept.
@@ -460,9 +672,11 @@ pub async fn run<H: Harness>(harness: &H) {
             call.respond = respond;
             let setup = Setup {
                 classified,
+                metrics: true,
                 ..Setup::default()
             };
             let seen = harness.run(setup, call, 1).await;
+            check_metrics(&scenario, side, protocol, &seen);
             let span = seen.one(&scenario);
             let text = |key: &str| attr(span, key).map(|v| v.as_str().into_owned());
             let error = match (respond, classified) {
@@ -503,24 +717,33 @@ pub async fn run<H: Harness>(harness: &H) {
         }
     }
 
-    // The filter: no span; servers give the handler no context, clients inject nothing.
+    // The filter: no span and no metrics; servers give the handler no context, clients inject
+    // nothing.
     let scenario = "filtered out";
     let mut call = Call::new(vec![traceparent("01")]);
     call.skip = true;
-    let seen = harness.run(Setup::default(), call, 0).await;
+    let setup = Setup {
+        metrics: true,
+        ..Setup::default()
+    };
+    let seen = harness.run(setup, call, 0).await;
     assert!(seen.spans.is_empty(), "{scenario}: {:#?}", seen.spans);
+    assert!(seen.metrics.is_empty(), "{scenario}: {:#?}", seen.metrics);
     assert_eq!(seen.header(scenario, "traceparent"), None, "{scenario}");
 
     // Span name and attribute hooks.
+    // The metrics keep the adapter's attributes only (checked by `check_metrics`).
     let scenario = "span name and attribute hooks";
     let setup = Setup {
         named: true,
         hooks: true,
+        metrics: true,
         ..Setup::default()
     };
     let seen = harness
         .run(setup, Call::new(vec![traceparent("01")]), 1)
         .await;
+    check_metrics(scenario, side, protocol, &seen);
     let span = seen.one(scenario);
     assert_eq!(span.name, SPAN_NAME, "{scenario}");
     for key in [REQUEST_ATTRIBUTE, RESPONSE_ATTRIBUTE] {
@@ -537,8 +760,28 @@ pub async fn run<H: Harness>(harness: &H) {
         let scenario = "the span outlasts the first part of a stream";
         let mut call = Call::new(vec![traceparent("01")]);
         call.respond = Respond::Stream;
-        let seen = harness.run(Setup::default(), call, 1).await;
+        let setup = Setup {
+            metrics: true,
+            ..Setup::default()
+        };
+        let seen = harness.run(setup, call, 1).await;
         seen.one(scenario);
         assert_eq!(seen.open_after_first_part, Some(true), "{scenario}");
+        check_metrics(scenario, side, protocol, &seen);
+    }
+
+    // A call the caller abandons after the first part: the span ends, its duration is recorded
+    // once, the active requests go back to 0.
+    if harness.supports(Respond::Cancel) {
+        let scenario = "the caller goes away after the first part";
+        let mut call = Call::new(vec![traceparent("01")]);
+        call.respond = Respond::Cancel;
+        let setup = Setup {
+            metrics: true,
+            ..Setup::default()
+        };
+        let seen = harness.run(setup, call, 1).await;
+        seen.one(scenario);
+        check_metrics(scenario, side, protocol, &seen);
     }
 }

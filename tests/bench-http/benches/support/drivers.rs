@@ -364,25 +364,36 @@ pub(crate) fn axum_metrics_drivers(
     ]
 }
 
-/// lens's reqwest middleware with metrics on.
+/// lens's reqwest middleware with metrics on: the duration alone, then with the opt-in body
+/// sizes.
 #[allow(dead_code)]
-pub(crate) fn reqwest_metrics_driver(
+pub(crate) fn reqwest_metrics_drivers(
     provider: &SdkTracerProvider,
     meters: &opentelemetry_sdk::metrics::SdkMeterProvider,
-) -> Driver {
+) -> Vec<Driver> {
     use opentelemetry::metrics::MeterProvider as _;
     use opentelemetry::trace::Tracer as _;
     let tracer = provider.tracer("bench-client");
     let parent = Context::new().with_span(tracer.start("parent"));
-    let lens = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
-        .with(
-            ClientMiddleware::new()
-                .with_tracer(tracer)
-                .with_meter(meters.meter("bench")),
-        )
-        .with(Answer)
-        .build();
-    reqwest_driver("reqwest_lens_middleware_metrics", lens, parent)
+    let client = |body_sizes: bool| {
+        reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+            .with(
+                ClientMiddleware::new()
+                    .with_tracer(tracer.clone())
+                    .with_meter(meters.meter("bench"))
+                    .with_body_sizes(body_sizes),
+            )
+            .with(Answer)
+            .build()
+    };
+    vec![
+        reqwest_driver(
+            "reqwest_lens_middleware_metrics",
+            client(false),
+            parent.clone(),
+        ),
+        reqwest_driver("reqwest_lens_middleware_metrics_all", client(true), parent),
+    ]
 }
 
 /// opentelemetry-instrumentation-tower with traces and metrics on (its metrics go to the global
