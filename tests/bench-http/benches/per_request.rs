@@ -32,7 +32,11 @@ fn bench(c: &mut Criterion) {
             .take(1),
     );
     let mut reqwest_metrics = drivers::reqwest_drivers(&provider).split_off(1);
-    reqwest_metrics.push(drivers::reqwest_metrics_driver(&provider, &meters));
+    reqwest_metrics.extend(
+        drivers::reqwest_metrics_drivers(&provider, &meters)
+            .into_iter()
+            .take(1),
+    );
     let groups = [
         ("axum_per_request", drivers::axum_drivers(&provider)),
         ("reqwest_per_request", drivers::reqwest_drivers(&provider)),

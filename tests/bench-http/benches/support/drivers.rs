@@ -313,7 +313,7 @@ pub(crate) fn all(
     v.extend(span_floor_drivers(provider));
     v.push(instrumentation_tower_driver(provider));
     v.extend(axum_metrics_drivers(provider, meters));
-    v.push(reqwest_metrics_driver(provider, meters));
+    v.extend(reqwest_metrics_drivers(provider, meters));
     v.push(instrumentation_tower_metrics_driver(provider, meters));
     v
 }
