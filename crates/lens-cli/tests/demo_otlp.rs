@@ -227,3 +227,44 @@ fn an_unreachable_grpc_collector_is_a_warning() {
     assert!(err.contains("warning: could not export spans"), "{err}");
     assert!(String::from_utf8_lossy(&output.stdout).contains("complete"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_hop_is_exported_too() {
+    let (addr, received) = collector().await;
+    let url = format!("http://{addr}");
+    let output = tokio::task::spawn_blocking(move || {
+        run(&[
+            "--otlp",
+            &url,
+            "--break",
+            "gateway->planner",
+            "--color",
+            "never",
+        ])
+    })
+    .await
+    .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let err = stderr(&output);
+    // The request's spans, now in two traces, all exported.
+    assert!(
+        err.contains(&format!(
+            "exported {SPANS_PER_TRACE} spans to http://{addr}/v1/traces"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("warning"), "{err}");
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        out.contains("error[lost-context] context lost on gateway -> planner:"),
+        "{out}"
+    );
+    let received = received.lock().unwrap();
+    let planner = received
+        .bodies
+        .iter()
+        .find(|b| contains(b, "POST /plan"))
+        .unwrap();
+    // The planner's new root says why it started a trace (lens.trace.new_root = none).
+    assert!(contains(planner, "lens.trace.new_root"));
+}
