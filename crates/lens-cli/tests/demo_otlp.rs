@@ -19,38 +19,56 @@ struct Received {
     content_types: Vec<String>,
     api_keys: Vec<String>,
     bodies: Vec<Vec<u8>>,
+    /// The bodies of `/v1/metrics` (their content types and keys are not kept).
+    metrics: Vec<Vec<u8>>,
 }
 
-/// A collector on 127.0.0.1 port 0 that keeps every export request.
+/// A collector on 127.0.0.1 port 0 that keeps every export request: spans and metrics.
 async fn collector() -> (SocketAddr, Arc<Mutex<Received>>) {
     let received = Arc::new(Mutex::new(Received::default()));
     let state = Arc::clone(&received);
-    let app = Router::new().route(
-        "/v1/traces",
-        post(move |headers: HeaderMap, body: Bytes| {
-            let state = Arc::clone(&state);
-            async move {
-                let mut r = state.lock().unwrap();
-                r.content_types.push(
-                    headers
-                        .get(header::CONTENT_TYPE)
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or("")
-                        .to_owned(),
-                );
-                if let Some(key) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
-                    r.api_keys.push(key.to_owned());
+    let metrics = Arc::clone(&received);
+    let app = Router::new()
+        .route(
+            "/v1/metrics",
+            post(move |body: Bytes| {
+                let metrics = Arc::clone(&metrics);
+                async move {
+                    metrics.lock().unwrap().metrics.push(body.to_vec());
+                    (
+                        StatusCode::OK,
+                        [(header::CONTENT_TYPE, "application/x-protobuf")],
+                        "",
+                    )
                 }
-                r.bodies.push(body.to_vec());
-                // An empty ExportTraceServiceResponse.
-                (
-                    StatusCode::OK,
-                    [(header::CONTENT_TYPE, "application/x-protobuf")],
-                    "",
-                )
-            }
-        }),
-    );
+            }),
+        )
+        .route(
+            "/v1/traces",
+            post(move |headers: HeaderMap, body: Bytes| {
+                let state = Arc::clone(&state);
+                async move {
+                    let mut r = state.lock().unwrap();
+                    r.content_types.push(
+                        headers
+                            .get(header::CONTENT_TYPE)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("")
+                            .to_owned(),
+                    );
+                    if let Some(key) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
+                        r.api_keys.push(key.to_owned());
+                    }
+                    r.bodies.push(body.to_vec());
+                    // An empty ExportTraceServiceResponse.
+                    (
+                        StatusCode::OK,
+                        [(header::CONTENT_TYPE, "application/x-protobuf")],
+                        "",
+                    )
+                }
+            }),
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -122,6 +140,40 @@ async fn spans_reach_the_collector_one_export_per_service() {
         .find(|b| contains(b, "POST /v1/train"))
         .unwrap();
     assert!(contains(gateway, "gateway") && !contains(gateway, "rollout-worker"));
+
+    // The metrics beside them: one export per service that records any (lens-demo, gateway,
+    // planner, trainer), each with its own service.name and its duration histograms.
+    assert!(
+        err.contains(&format!(
+            "exported the metrics of 4 services to http://{addr}/v1/metrics"
+        )),
+        "{err}"
+    );
+    assert_eq!(received.metrics.len(), 4);
+    for (service, instruments) in [
+        ("lens-demo", &["http.client.request.duration"][..]),
+        (
+            "gateway",
+            &[
+                "http.server.request.duration",
+                "http.client.request.duration",
+            ][..],
+        ),
+        (
+            "planner",
+            &["http.server.request.duration", "rpc.client.duration"][..],
+        ),
+        ("trainer", &["rpc.server.duration"][..]),
+    ] {
+        let body = received
+            .metrics
+            .iter()
+            .find(|b| contains(b, service) && !contains(b, "trainer-rank"))
+            .unwrap_or_else(|| panic!("metrics of {service}"));
+        for instrument in instruments {
+            assert!(contains(body, instrument), "{service}: {instrument}");
+        }
+    }
 }
 
 #[test]

@@ -8,7 +8,9 @@
 //!   lens-watch's, the one `lens watch` draws: the collector is one more source of spans
 //!   ([`crate::view::FromSdk`]) for lens-watch's assembler, the store `lens watch` and
 //!   `lens check` fill, and the traces are printed from it as they print theirs.
-//! * [`otlp`]: `--otlp URL`, the spans sent to a collector with opentelemetry-otlp.
+//! * [`durations`]: the request durations per hop, read from the histograms the adapters
+//!   recorded (each service has a meter provider beside its tracer provider).
+//! * [`otlp`]: `--otlp URL`, the spans and metrics sent to a collector with opentelemetry-otlp.
 #![forbid(unsafe_code)]
 
 use std::io::{IsTerminal as _, Write as _};
@@ -22,6 +24,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use opentelemetry::trace::TraceId;
 
 pub(crate) mod collect;
+mod durations;
 mod otlp;
 mod topology;
 
@@ -208,6 +211,9 @@ struct Options {
     requests: usize,
     concurrency: usize,
     otlp: Option<otlp::Target>,
+    /// Where the metrics go: `--otlp`, else `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` or
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`.
+    otlp_metrics: Option<otlp::Target>,
     otlp_timeout: Option<Duration>,
     colour: Colour,
     /// `--break`: the hop sent without context.
@@ -233,7 +239,8 @@ pub(crate) fn main(args: Args) -> ExitCode {
         html,
         requests: args.requests as usize,
         concurrency: args.concurrency as usize,
-        otlp: otlp::Target::resolve(args.otlp.as_deref()),
+        otlp: otlp::Target::resolve(args.otlp.as_deref(), otlp::Signal::Traces),
+        otlp_metrics: otlp::Target::resolve(args.otlp.as_deref(), otlp::Signal::Metrics),
         otlp_timeout: args.otlp_timeout,
         colour: args.color.color,
         broken: args.break_hop,
@@ -336,6 +343,16 @@ async fn run(options: &Options) -> bool {
             complete_count
         ));
     }
+    let metrics = demo.metrics();
+    if !options.json {
+        match &metrics {
+            Ok(metrics) => {
+                out.push('\n');
+                durations::table(&durations::rows(metrics), &mut out);
+            }
+            Err(e) => eprintln!("warning: cannot read the demo's metrics: {e}"),
+        }
+    }
     if !findings.is_empty() {
         if options.json {
             // Standard output holds one JSON array: the findings go to standard error.
@@ -382,6 +399,18 @@ async fn run(options: &Options) -> bool {
             Ok(n) => eprintln!("exported {n} spans to {}", target.describe()),
             Err(e) => eprintln!(
                 "warning: could not export spans to the OTLP collector at {}: {e}",
+                target.describe()
+            ),
+        }
+    }
+    if let (Some(target), Ok(metrics)) = (&options.otlp_metrics, &metrics) {
+        match otlp::export_metrics(target, metrics, options.otlp_timeout).await {
+            Ok(n) => eprintln!(
+                "exported the metrics of {n} services to {}",
+                target.describe()
+            ),
+            Err(e) => eprintln!(
+                "warning: could not export metrics to the OTLP collector at {}: {e}",
                 target.describe()
             ),
         }

@@ -209,6 +209,7 @@ impl Demo {
                 },
             },
             trainer.tracer(lens_tonic::TRACER_NAME),
+            trainer.meter(lens_tonic::TRACER_NAME),
         )
         .await?;
 
@@ -218,6 +219,7 @@ impl Demo {
             .connect_lazy();
         let grpc = ClientLayer::new()
             .with_tracer(planner.tracer(lens_tonic::TRACER_NAME))
+            .with_meter(planner.meter(lens_tonic::TRACER_NAME))
             .with_server_address(trainer_addr.ip().to_string(), trainer_addr.port())
             .with_filter(move |_: &lens_tonic::RequestInfo<'_>| {
                 Hop::filter(broken, Hop::PlannerToTrainer)
@@ -226,30 +228,32 @@ impl Demo {
         let planner_app = Router::new()
             .route("/plan", post(plan))
             .with_state(grpc)
-            .layer(HttpServerLayer::new().with_tracer(planner.tracer("lens-axum")));
+            .layer(
+                HttpServerLayer::new()
+                    .with_tracer(planner.tracer("lens-axum"))
+                    .with_meter(planner.meter("lens-axum")),
+            );
         let planner_addr = serve_http(planner_app).await?;
 
         // gateway: axum, calls the planner through reqwest with the lens middleware.
         let gateway_state = Gateway {
-            client: traced_client(
-                gateway.tracer("lens-reqwest"),
-                Hop::filter(broken, Hop::GatewayToPlanner),
-            ),
+            client: traced_client(&gateway, Hop::filter(broken, Hop::GatewayToPlanner)),
             planner_url: format!("http://{planner_addr}/plan"),
         };
         let gateway_app = Router::new()
             .route("/v1/train", post(train))
             .with_state(gateway_state)
-            .layer(HttpServerLayer::new().with_tracer(gateway.tracer("lens-axum")));
+            .layer(
+                HttpServerLayer::new()
+                    .with_tracer(gateway.tracer("lens-axum"))
+                    .with_meter(gateway.meter("lens-axum")),
+            );
         let gateway_addr = serve_http(gateway_app).await?;
 
         let mut services = vec![driver.clone(), gateway, planner, trainer, worker];
         services.extend(ranks);
         Ok(Demo {
-            client: traced_client(
-                driver.tracer("lens-reqwest"),
-                Hop::filter(broken, Hop::DemoToGateway),
-            ),
+            client: traced_client(&driver, Hop::filter(broken, Hop::DemoToGateway)),
             driver: driver.tracer("lens-demo"),
             gateway_url: format!("http://{gateway_addr}/v1/train"),
             services,
@@ -287,6 +291,14 @@ impl Demo {
         result.map(|reply| (trace_id, reply))
     }
 
+    /// What every service's instruments recorded (the request durations of lens-axum,
+    /// lens-reqwest and lens-tonic), one `ResourceMetrics` a service; the first error else.
+    pub(crate) fn metrics(
+        &self,
+    ) -> Result<Vec<opentelemetry_sdk::metrics::data::ResourceMetrics>, String> {
+        self.services.iter().map(Service::metrics).collect()
+    }
+
     /// Flushes every service's provider.
     pub(crate) fn flush(&self) {
         for service in &self.services {
@@ -296,11 +308,13 @@ impl Demo {
     }
 }
 
-fn traced_client(tracer: SdkTracer, filter: FilterDecision) -> ClientWithMiddleware {
+/// `service`'s reqwest client: lens-reqwest's spans and metrics, `filter` on every request.
+fn traced_client(service: &Service, filter: FilterDecision) -> ClientWithMiddleware {
     reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
         .with(
             ClientMiddleware::new()
-                .with_tracer(tracer)
+                .with_tracer(service.tracer("lens-reqwest"))
+                .with_meter(service.meter("lens-reqwest"))
                 .with_filter(move |_: &reqwest::Request| filter),
         )
         .build()
@@ -480,14 +494,18 @@ impl UnaryService<StepRequest> for Step {
     }
 }
 
-async fn serve_trainer(trainer: Trainer, tracer: SdkTracer) -> Result<SocketAddr, DemoError> {
+async fn serve_trainer(
+    trainer: Trainer,
+    tracer: SdkTracer,
+    meter: opentelemetry::metrics::Meter,
+) -> Result<SocketAddr, DemoError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     // Without TCP_NODELAY, the response trailers can wait for a delayed ACK (tens of ms).
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     tokio::spawn(async move {
         let _ = tonic::transport::Server::builder()
-            .layer(ServerLayer::new().with_tracer(tracer))
+            .layer(ServerLayer::new().with_tracer(tracer).with_meter(meter))
             .serve_with_incoming(trainer, incoming)
             .await;
     });
