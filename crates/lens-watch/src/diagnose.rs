@@ -353,6 +353,45 @@ struct PendingLink {
     linked_trace: TraceId,
 }
 
+/// The spans of one trace by span id: sorted ids and binary search (no hashing of peer input,
+/// no allocation per span; a trace is diagnosed once as it completes).
+struct SpanIndex<'a> {
+    spans: &'a [Span],
+    /// (span id, position in `spans`), sorted.
+    ids: Vec<(SpanId, usize)>,
+}
+
+impl<'a> SpanIndex<'a> {
+    fn new(spans: &'a [Span]) -> Self {
+        let mut ids: Vec<(SpanId, usize)> = spans
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.span_id, i))
+            .collect();
+        ids.sort_unstable();
+        SpanIndex { spans, ids }
+    }
+
+    /// The span with id `id` (the last received, when the id repeats).
+    fn get(&self, id: SpanId) -> Option<&'a Span> {
+        let end = self.ids.partition_point(|(i, _)| *i <= id);
+        let (found, at) = *self.ids.get(end.checked_sub(1)?)?;
+        (found == id).then(|| &self.spans[at])
+    }
+
+    /// Every span whose id an earlier span of the trace already has, in the order received.
+    fn duplicates(&self) -> Vec<&'a Span> {
+        let mut later: Vec<usize> = self
+            .ids
+            .windows(2)
+            .filter(|w| w[0].0 == w[1].0)
+            .map(|w| w[1].1)
+            .collect();
+        later.sort_unstable();
+        later.into_iter().map(|at| &self.spans[at]).collect()
+    }
+}
+
 /// The doctor: feed it each trace as it completes ([`Doctor::diagnose`]).
 #[derive(Debug, Default)]
 pub struct Doctor {
@@ -396,18 +435,13 @@ impl Doctor {
             return findings;
         };
         let spans = &entry.spans;
-        let mut by_id: HashMap<SpanId, &Span> = HashMap::with_capacity(spans.len());
-        let mut has_child: HashSet<SpanId> = HashSet::new();
-        let mut duplicates: Vec<&Span> = Vec::new();
+        let by_id = SpanIndex::new(spans);
+        let mut parents: Vec<SpanId> = spans.iter().filter_map(|s| s.parent_span_id).collect();
+        parents.sort_unstable();
         for span in spans {
-            if by_id.insert(span.span_id, span).is_some() {
-                duplicates.push(span);
-            }
-            if let Some(parent) = span.parent_span_id {
-                has_child.insert(parent);
-            }
             self.newest_end = self.newest_end.max(span.end_unix_nano);
         }
+        let duplicates = by_id.duplicates();
         for span in duplicates {
             findings.push(Finding {
                 rule: Rule::DuplicateSpanId,
@@ -427,7 +461,7 @@ exported twice, or a span id generator that repeats",
             self.single_span(assembler, id, span, &by_id, &mut findings);
         }
         for span in spans {
-            if span.kind == SpanKind::Client && !has_child.contains(&span.span_id) {
+            if span.kind == SpanKind::Client && parents.binary_search(&span.span_id).is_err() {
                 self.childless_client(span, &mut findings);
             }
         }
@@ -440,7 +474,7 @@ exported twice, or a span id generator that repeats",
         assembler: &Assembler,
         id: TraceId,
         span: &Span,
-        by_id: &HashMap<SpanId, &Span>,
+        by_id: &SpanIndex<'_>,
         findings: &mut Vec<Finding>,
     ) {
         match span.parent_span_id {
@@ -457,7 +491,7 @@ set the parent to the span's own context",
                     span.service()
                 ),
             }),
-            Some(parent) => match by_id.get(&parent) {
+            Some(parent) => match by_id.get(parent) {
                 Some(p) => self.parent_and_child(id, p, span, findings),
                 None => findings.push(missing_parent(id, span, parent)),
             },
@@ -469,7 +503,7 @@ set the parent to the span's own context",
         }
         for link in &span.links {
             let found = if link.trace_id == id {
-                Some(by_id.contains_key(&link.span_id))
+                Some(by_id.get(link.span_id).is_some())
             } else {
                 assembler
                     .trace(&link.trace_id)
