@@ -101,9 +101,8 @@ fn one_row_per_hop_counting_every_request_on_both_sides() {
     assert!(mean(0) >= mean(2), "{rows:?}");
     assert_eq!(
         histograms,
-        "(from the histograms http.client.request.duration (s), http.server.request.duration (s), \
-rpc.client.duration (ms), rpc.server.duration (ms); client: as the caller measured the request, \
-server: as the called service did)"
+        "(from http.client.request.duration (s), http.server.request.duration (s), \
+rpc.client.duration (ms), rpc.server.duration (ms))"
     );
 }
 

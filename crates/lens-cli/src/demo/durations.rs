@@ -120,7 +120,8 @@ pub(crate) fn rows(metrics: &[ResourceMetrics]) -> Vec<Row> {
         .collect()
 }
 
-/// The table, one line a hop, and a line naming the histograms it was read from:
+/// The table, one line a hop (client: the caller's histogram, server: the called service's),
+/// and a line naming the histograms it was read from:
 ///
 /// ```text
 /// request durations   requests  client mean  client max  server mean  server max
@@ -189,9 +190,5 @@ pub(crate) fn table(rows: &[Row], out: &mut String) {
         .collect();
     instruments.sort_unstable();
     instruments.dedup();
-    out.push_str(&format!(
-        "(from the histograms {}; client: as the caller measured the request, server: as the \
-called service did)\n",
-        instruments.join(", ")
-    ));
+    out.push_str(&format!("(from {})\n", instruments.join(", ")));
 }
