@@ -656,11 +656,15 @@ exported (reported once per pair of services)"
                 .start
                 .saturating_sub(longest)
                 .saturating_sub(tolerance);
-            clients
-                .range((from, 0)..=(server.start.saturating_add(tolerance), u64::MAX))
-                .rev()
-                .find(|(_, c)| matches(c, &server, &self.config))
-                .map(|(at, _)| *at)
+            // Latest start first: the scan stops once the starts are further from the server's
+            // than the best fit found.
+            tightest(
+                clients
+                    .range((from, 0)..=(server.start.saturating_add(tolerance), u64::MAX))
+                    .rev(),
+                |c| server.start.checked_sub(c.start),
+                |c| matches(c, &server, &self.config).then(|| gap(c, &server)),
+            )
         });
         match found.and_then(|at| self.clients.remove(&key, at)) {
             Some(client) => findings.push(lost_context(&client, &server)),
@@ -687,13 +691,14 @@ exported (reported once per pair of services)"
         };
         let tolerance = self.config.start_tolerance_nanos;
         let found = self.roots.by_key.get(&key).and_then(|roots| {
-            roots
-                .range(
+            tightest(
+                roots.range(
                     (client.start.saturating_sub(tolerance), 0)
                         ..=(client.end.saturating_add(tolerance), u64::MAX),
-                )
-                .find(|(_, r)| matches(&client, r, &self.config))
-                .map(|(at, _)| *at)
+                ),
+                |r| r.start.checked_sub(client.start),
+                |r| matches(&client, r, &self.config).then(|| gap(&client, r)),
+            )
         });
         match found.and_then(|at| self.roots.remove(&key, at)) {
             Some(server) => findings.push(lost_context(&client, &server)),
@@ -753,6 +758,42 @@ fn matches(client: &Candidate, server: &Candidate, config: &DoctorConfig) -> boo
         _ => true,
     };
     within && port && host
+}
+
+/// Of `candidates` (in order of start, moving away from the other side's start), the key of the
+/// one that fits with the least gap (`fit`: the gap, or `None` when it does not match). The gap
+/// is at least the distance between the two starts, so the scan stops at the first candidate
+/// whose `distance` (once moving away) is no less than the best gap found.
+fn tightest<'a>(
+    candidates: impl Iterator<Item = (&'a (u64, u64), &'a Candidate)>,
+    distance: impl Fn(&Candidate) -> Option<u64>,
+    fit: impl Fn(&Candidate) -> Option<u64>,
+) -> Option<(u64, u64)> {
+    let mut best: Option<((u64, u64), u64)> = None;
+    for (at, c) in candidates {
+        if let (Some((_, least)), Some(d)) = (best, distance(c))
+            && d >= least
+        {
+            break;
+        }
+        if let Some(g) = fit(c)
+            && best.is_none_or(|(_, least)| g < least)
+        {
+            best = Some((*at, g));
+        }
+    }
+    best.map(|(at, _)| at)
+}
+
+/// How far a server span is from filling its client span: the time from the client's start to
+/// the server's, plus from the server's end to the client's. Of the requests alike in every
+/// attribute and in flight together, the true pair is the tightest (one network latency each
+/// way); the doctor pairs the candidates with the least gap.
+fn gap(client: &Candidate, server: &Candidate) -> u64 {
+    server
+        .start
+        .abs_diff(client.start)
+        .saturating_add(client.end.abs_diff(server.end))
 }
 
 fn loopback(host: &str) -> bool {
@@ -1118,6 +1159,47 @@ mod tests {
             );
             assert_eq!(f.doc(), "docs/doctor.md#lost-context");
         }
+    }
+
+    #[test]
+    fn overlapping_identical_requests_pair_by_the_tightest_fit() {
+        const C: &str = "11111111111111111111111111111111";
+        const D: &str = "22222222222222222222222222222222";
+        let client = |trace: &str, times: (u64, u64)| {
+            export(
+                "gateway",
+                vec![span(
+                    trace,
+                    2,
+                    0,
+                    "GET",
+                    CLIENT,
+                    times,
+                    0x101,
+                    &[
+                        ("http.request.method", s("GET")),
+                        ("url.full", s("http://127.0.0.1:8080/plan")),
+                    ],
+                )],
+            )
+        };
+        // Two GET /plan in flight together, each server 50 µs inside its own client: the first
+        // server also fits in the second client (started later, within the 1 ms tolerance).
+        let lines = [
+            client(A, (100, 900)),
+            client(C, (300, 1000)),
+            export(
+                "planner",
+                vec![planner_root(B, (150, 850), "/plan", "none")],
+            ),
+            export(
+                "planner",
+                vec![planner_root(D, (350, 950), "/plan", "none")],
+            ),
+        ];
+        let pairs: Vec<Vec<TraceId>> = check(&lines).into_iter().map(|f| f.trace_ids).collect();
+        let id = |t: &str| TraceId::from_hex(t).unwrap();
+        assert_eq!(pairs, [vec![id(A), id(B)], vec![id(C), id(D)]]);
     }
 
     #[test]
