@@ -452,6 +452,18 @@ const BENCH_GROUPS: &[(&str, &[BenchSuite])] = &[
                 bench: "ingest",
                 features: "",
             },
+            // The doctor's lost-hop index with 1,000 and 10,000 open traces (criterion).
+            BenchSuite {
+                package: "lens-watch",
+                bench: "diagnose",
+                features: "",
+            },
+            // Ingest with the doctor beside the receiver alone, alternated rounds (prints).
+            BenchSuite {
+                package: "lens-watch",
+                bench: "doctor_overhead",
+                features: "",
+            },
             // Memory per stored span and what an exporter waits for (prints, no criterion).
             BenchSuite {
                 package: "lens-watch",

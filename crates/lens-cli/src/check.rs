@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use lens_watch::assemble::{Assembler, Config};
 use lens_watch::decode::decode_json;
-use lens_watch::diagnose::{Doctor, DoctorConfig};
+use lens_watch::diagnose::{Doctor, DoctorConfig, Rule};
 
 use crate::view::{ColourFlag, FindingCounts, Output, print_findings, print_trace, status_line};
 
@@ -24,8 +24,13 @@ waterfall, or with --json one JSON object a line. Then the propagation doctor's 
 dropped flags; with --json one object a line, {\"finding\": RULE, \"severity\": ..., \"trace_ids\": \
 [...], \"span_ids\": [...], \"services\": [...], \"message\": ..., \"doc\": ...}.",
     mut_arg("json", |a| a.help("Print one JSON object per trace (a line each) instead of the waterfall")),
-    after_help = "Exit status: 0 no error finding, 1 an error finding (context lost on a hop), 2 \
-usage error or an unreadable or invalid file (the message names the file and line)."
+    after_help = "Where a finding is expected, --allow RULE leaves that rule's findings out (of the \
+output and of the exit status); docs/doctor.md explains each rule (an unknown id is an error \
+that lists them).
+
+Exit status: 0 no error finding, 1 an error finding (context lost on a hop), 2 usage error, an \
+unreadable or invalid file (the message names the file and line) or standard output that cannot \
+be written (a closed pipe, as with `| head`, is not an error: the status is the findings')."
 )]
 pub(crate) struct Args {
     /// OTLP/JSON lines files (`-` for standard input)
@@ -39,12 +44,28 @@ pub(crate) struct Args {
     #[arg(long)]
     quiet: bool,
 
+    /// Leave out the findings of RULE, where they are expected: not printed, not counted for the
+    /// exit status (repeatable, e.g. --allow missing-parent --allow clock-skew)
+    #[arg(long, value_name = "RULE", value_parser = rule)]
+    allow: Vec<Rule>,
+
     /// The most traces held; the oldest whole traces beyond it are evicted (and counted)
     #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     max_traces: u64,
 
     #[command(flatten)]
     color: ColourFlag,
+}
+
+/// `--allow`: a rule id of the doctor.
+fn rule(value: &str) -> Result<Rule, String> {
+    Rule::ALL
+        .into_iter()
+        .find(|r| r.id() == value)
+        .ok_or_else(|| {
+            let ids: Vec<&str> = Rule::ALL.iter().map(|r| r.id()).collect();
+            format!("no rule '{value}'; the rules: {}", ids.join(", "))
+        })
 }
 
 /// Why a file cannot be read.
@@ -92,21 +113,35 @@ pub(crate) fn main(args: Args) -> ExitCode {
         print_trace(&assembler, id, output, &mut out);
         findings.extend(doctor.diagnose(&assembler, id));
     }
+    let found = findings.len();
+    findings.retain(|f| !args.allow.contains(&f.rule));
+    let allowed = found - findings.len();
     if !args.json.json && !out.is_empty() && !findings.is_empty() {
         out.push('\n');
     }
     print_findings(&findings, output, args.quiet, &mut out);
+    let mut counts = FindingCounts::default();
+    counts.add(&findings, args.quiet);
     let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout
+    match stdout
         .write_all(out.as_bytes())
         .and_then(|()| stdout.flush())
     {
-        eprintln!("error: cannot write the traces: {e}");
-        return ExitCode::FAILURE;
+        Ok(()) => {}
+        // A reader that stopped early (`lens check x | head`): the rest was not wanted; the
+        // findings still decide the exit status.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => {
+            eprintln!("error: cannot write the traces: {e}");
+            return ExitCode::from(crate::USAGE_ERROR);
+        }
     }
-    let mut counts = FindingCounts::default();
-    counts.add(&findings, args.quiet);
-    eprintln!("{}; {counts}", status_line(&assembler.stats()));
+    let allowed = if allowed > 0 {
+        format!(" ({allowed} allowed by --allow, left out)")
+    } else {
+        String::new()
+    };
+    eprintln!("{}; {counts}{allowed}", status_line(&assembler.stats()));
     if counts.errors > 0 {
         ExitCode::FAILURE
     } else {

@@ -19,38 +19,56 @@ struct Received {
     content_types: Vec<String>,
     api_keys: Vec<String>,
     bodies: Vec<Vec<u8>>,
+    /// The bodies of `/v1/metrics` (their content types and keys are not kept).
+    metrics: Vec<Vec<u8>>,
 }
 
-/// A collector on 127.0.0.1 port 0 that keeps every export request.
+/// A collector on 127.0.0.1 port 0 that keeps every export request: spans and metrics.
 async fn collector() -> (SocketAddr, Arc<Mutex<Received>>) {
     let received = Arc::new(Mutex::new(Received::default()));
     let state = Arc::clone(&received);
-    let app = Router::new().route(
-        "/v1/traces",
-        post(move |headers: HeaderMap, body: Bytes| {
-            let state = Arc::clone(&state);
-            async move {
-                let mut r = state.lock().unwrap();
-                r.content_types.push(
-                    headers
-                        .get(header::CONTENT_TYPE)
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or("")
-                        .to_owned(),
-                );
-                if let Some(key) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
-                    r.api_keys.push(key.to_owned());
+    let metrics = Arc::clone(&received);
+    let app = Router::new()
+        .route(
+            "/v1/metrics",
+            post(move |body: Bytes| {
+                let metrics = Arc::clone(&metrics);
+                async move {
+                    metrics.lock().unwrap().metrics.push(body.to_vec());
+                    (
+                        StatusCode::OK,
+                        [(header::CONTENT_TYPE, "application/x-protobuf")],
+                        "",
+                    )
                 }
-                r.bodies.push(body.to_vec());
-                // An empty ExportTraceServiceResponse.
-                (
-                    StatusCode::OK,
-                    [(header::CONTENT_TYPE, "application/x-protobuf")],
-                    "",
-                )
-            }
-        }),
-    );
+            }),
+        )
+        .route(
+            "/v1/traces",
+            post(move |headers: HeaderMap, body: Bytes| {
+                let state = Arc::clone(&state);
+                async move {
+                    let mut r = state.lock().unwrap();
+                    r.content_types.push(
+                        headers
+                            .get(header::CONTENT_TYPE)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("")
+                            .to_owned(),
+                    );
+                    if let Some(key) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
+                        r.api_keys.push(key.to_owned());
+                    }
+                    r.bodies.push(body.to_vec());
+                    // An empty ExportTraceServiceResponse.
+                    (
+                        StatusCode::OK,
+                        [(header::CONTENT_TYPE, "application/x-protobuf")],
+                        "",
+                    )
+                }
+            }),
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -122,6 +140,40 @@ async fn spans_reach_the_collector_one_export_per_service() {
         .find(|b| contains(b, "POST /v1/train"))
         .unwrap();
     assert!(contains(gateway, "gateway") && !contains(gateway, "rollout-worker"));
+
+    // The metrics beside them: one export per service that records any (lens-demo, gateway,
+    // planner, trainer), each with its own service.name and its duration histograms.
+    assert!(
+        err.contains(&format!(
+            "exported the metrics of 4 services to http://{addr}/v1/metrics"
+        )),
+        "{err}"
+    );
+    assert_eq!(received.metrics.len(), 4);
+    for (service, instruments) in [
+        ("lens-demo", &["http.client.request.duration"][..]),
+        (
+            "gateway",
+            &[
+                "http.server.request.duration",
+                "http.client.request.duration",
+            ][..],
+        ),
+        (
+            "planner",
+            &["http.server.request.duration", "rpc.client.duration"][..],
+        ),
+        ("trainer", &["rpc.server.duration"][..]),
+    ] {
+        let body = received
+            .metrics
+            .iter()
+            .find(|b| contains(b, service) && !contains(b, "trainer-rank"))
+            .unwrap_or_else(|| panic!("metrics of {service}"));
+        for instrument in instruments {
+            assert!(contains(body, instrument), "{service}: {instrument}");
+        }
+    }
 }
 
 #[test]
@@ -226,4 +278,45 @@ fn an_unreachable_grpc_collector_is_a_warning() {
     let err = stderr(&output);
     assert!(err.contains("warning: could not export spans"), "{err}");
     assert!(String::from_utf8_lossy(&output.stdout).contains("complete"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_hop_is_exported_too() {
+    let (addr, received) = collector().await;
+    let url = format!("http://{addr}");
+    let output = tokio::task::spawn_blocking(move || {
+        run(&[
+            "--otlp",
+            &url,
+            "--break",
+            "gateway->planner",
+            "--color",
+            "never",
+        ])
+    })
+    .await
+    .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let err = stderr(&output);
+    // The request's spans, now in two traces, all exported.
+    assert!(
+        err.contains(&format!(
+            "exported {SPANS_PER_TRACE} spans to http://{addr}/v1/traces"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("warning"), "{err}");
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        out.contains("error[lost-context] context lost on gateway -> planner:"),
+        "{out}"
+    );
+    let received = received.lock().unwrap();
+    let planner = received
+        .bodies
+        .iter()
+        .find(|b| contains(b, "POST /plan"))
+        .unwrap();
+    // The planner's new root says why it started a trace (lens.trace.new_root = none).
+    assert!(contains(planner, "lens.trace.new_root"));
 }

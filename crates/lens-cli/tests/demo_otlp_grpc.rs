@@ -1,6 +1,7 @@
-//! `lens demo --otlp URL` with `OTEL_EXPORTER_OTLP_PROTOCOL=grpc`: the spans reach an OTLP/gRPC
-//! collector (a small tonic server on 127.0.0.1 port 0, with opentelemetry-proto's service
-//! definitions), one export per service; headers from `OTEL_EXPORTER_OTLP_HEADERS` go with them.
+//! `lens demo --otlp URL` with `OTEL_EXPORTER_OTLP_PROTOCOL=grpc`: the spans and the metrics
+//! reach an OTLP/gRPC collector (a small tonic server on 127.0.0.1 port 0, with
+//! opentelemetry-proto's service definitions), one export per service; headers from
+//! `OTEL_EXPORTER_OTLP_HEADERS` go with them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod demo_support;
@@ -9,18 +10,27 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use demo_support::{SPANS_PER_TRACE, run_with_env, stderr};
+use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::{
+    MetricsService, MetricsServiceServer,
+};
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
 };
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
+use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 
 #[derive(Default)]
 struct Received {
     requests: Vec<ExportTraceServiceRequest>,
     api_keys: Vec<String>,
+    metrics: Vec<ExportMetricsServiceRequest>,
 }
 
 #[derive(Clone, Default)]
@@ -43,19 +53,43 @@ impl TraceService for Collector {
     }
 }
 
+#[tonic::async_trait]
+impl MetricsService for Collector {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportMetricsServiceRequest>,
+    ) -> Result<tonic::Response<ExportMetricsServiceResponse>, tonic::Status> {
+        self.0.lock().unwrap().metrics.push(request.into_inner());
+        Ok(tonic::Response::new(ExportMetricsServiceResponse::default()))
+    }
+}
+
 async fn collector() -> (SocketAddr, Collector) {
     let collector = Collector::default();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let service = TraceServiceServer::new(collector.clone());
+    let metrics = MetricsServiceServer::new(collector.clone());
     tokio::spawn(async move {
         tonic::transport::Server::builder()
             .add_service(service)
+            .add_service(metrics)
             .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
             .await
             .unwrap();
     });
     (addr, collector)
+}
+
+/// The `service.name` among `attributes` (a resource's).
+fn service_name(attributes: &[KeyValue]) -> Option<String> {
+    attributes
+        .iter()
+        .filter(|kv| kv.key == "service.name")
+        .find_map(|kv| match kv.value.as_ref()?.value.as_ref()? {
+            AnyValue::StringValue(s) => Some(s.clone()),
+            _ => None,
+        })
 }
 
 /// The `service.name` of every resource in `request`.
@@ -64,12 +98,7 @@ fn service_names(request: &ExportTraceServiceRequest) -> Vec<String> {
         .resource_spans
         .iter()
         .filter_map(|rs| rs.resource.as_ref())
-        .flat_map(|r| r.attributes.iter())
-        .filter(|kv| kv.key == "service.name")
-        .filter_map(|kv| match kv.value.as_ref()?.value.as_ref()? {
-            AnyValue::StringValue(s) => Some(s.clone()),
-            _ => None,
-        })
+        .filter_map(|r| service_name(&r.attributes))
         .collect()
 }
 
@@ -128,4 +157,44 @@ async fn grpc_protocol_sends_the_spans_to_a_grpc_collector() {
     // OTEL_EXPORTER_OTLP_HEADERS, URL-decoded as the SDKs do, on every export.
     assert_eq!(received.api_keys.len(), 9);
     assert!(received.api_keys.iter().all(|k| k == "secret one"));
+
+    // The metrics over the same protocol: one export per service that records any, its
+    // resource the tracer provider's, one request per hop in each duration histogram.
+    assert!(
+        err.contains(&format!(
+            "exported the metrics of 4 services to http://{addr}"
+        )),
+        "{err}"
+    );
+    let mut histograms: Vec<(String, String, String, u64)> = Vec::new();
+    for request in &received.metrics {
+        for rm in &request.resource_metrics {
+            let service = service_name(&rm.resource.as_ref().unwrap().attributes).unwrap();
+            for metric in rm.scope_metrics.iter().flat_map(|s| &s.metrics) {
+                if let Some(Data::Histogram(h)) = &metric.data {
+                    let count = h.data_points.iter().map(|p| p.count).sum();
+                    histograms.push((
+                        service.clone(),
+                        metric.name.clone(),
+                        metric.unit.clone(),
+                        count,
+                    ));
+                }
+            }
+        }
+    }
+    histograms.sort();
+    let expected = [
+        ("gateway", "http.client.request.duration", "s"),
+        ("gateway", "http.server.request.duration", "s"),
+        ("lens-demo", "http.client.request.duration", "s"),
+        ("planner", "http.server.request.duration", "s"),
+        ("planner", "rpc.client.duration", "ms"),
+        ("trainer", "rpc.server.duration", "ms"),
+    ];
+    let expected: Vec<(String, String, String, u64)> = expected
+        .iter()
+        .map(|(s, n, u)| (s.to_string(), n.to_string(), u.to_string(), 1))
+        .collect();
+    assert_eq!(histograms, expected);
 }

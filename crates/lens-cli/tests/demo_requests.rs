@@ -12,7 +12,10 @@ fn twenty_requests_print_twenty_complete_traces() {
     let output = run(&["--requests", "20", "--concurrency", "4"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
-    let lines: Vec<&str> = text.lines().collect();
+    // The summary lines, then (after a blank line) the request durations per hop.
+    let (summary, durations) = text.split_once("\n\n").unwrap_or_else(|| panic!("{text}"));
+    assert!(durations.starts_with("request durations"), "{text}");
+    let lines: Vec<&str> = summary.lines().collect();
     assert_eq!(lines.len(), 21, "{text}");
     let mut ids = HashSet::new();
     for line in &lines[..20] {

@@ -12,7 +12,10 @@ fn plain_waterfall_shows_the_tree_links_and_summary() {
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     assert!(!text.contains('\x1b'), "no colour when stdout is a pipe");
-    let lines: Vec<&str> = text.lines().collect();
+    // The waterfall, then (after a blank line) the request durations per hop.
+    let (waterfall, durations) = text.split_once("\n\n").unwrap_or_else(|| panic!("{text}"));
+    assert!(durations.starts_with("request durations"), "{text}");
+    let lines: Vec<&str> = waterfall.lines().collect();
 
     let trace_id = lines[0].strip_prefix("trace ").unwrap();
     assert_eq!(trace_id.len(), 32);

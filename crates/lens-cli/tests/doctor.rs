@@ -141,6 +141,121 @@ fn a_client_of_an_uninstrumented_service_is_no_finding() {
     assert_eq!(run.stdout.lines().count(), 1);
 }
 
+#[test]
+fn an_allowed_rule_is_left_out_of_the_output_and_the_exit_status() {
+    let input = lost_hop("none", false);
+    let run = lens_with_stdin(&["check", "--json", "--allow", "lost-context", "-"], &input);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(!run.stdout.contains("\"finding\""), "{}", run.stdout);
+    assert_eq!(
+        run.stdout.lines().count(),
+        2,
+        "the traces are still printed"
+    );
+    assert!(
+        run.stderr
+            .contains("0 findings (0 errors, 0 warnings, 0 info) (1 allowed by --allow, left out)"),
+        "{}",
+        run.stderr
+    );
+    // Another rule allowed: the lost hop still counts.
+    let run = lens_with_stdin(
+        &[
+            "check",
+            "--json",
+            "--allow",
+            "missing-parent",
+            "--allow",
+            "clock-skew",
+            "-",
+        ],
+        &input,
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stdout.contains("\"finding\":\"lost-context\""),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn an_unknown_rule_is_a_usage_error_listing_the_rules() {
+    // Refused before any input is read (so none is given: lens exits without reading it).
+    let run = cli_support::lens(&["check", "--allow", "lost_context", "-"]);
+    cli_support::assert_usage_error(&run, &["check", "--allow", "lost_context"]);
+    assert!(
+        run.stderr.contains(
+            "the rules: lost-context, untrusted-linked, missing-parent, clock-skew, \
+flag-dropped, self-parent, duplicate-span-id, dangling-link"
+        ),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A lost hop and `n` traces of one span each: more text than a pipe holds.
+fn many_traces(n: usize) -> String {
+    let mut input = lost_hop("none", false);
+    for i in 0..n {
+        input.push_str(&export(
+            "svc",
+            json!({"traceId": format!("{:032x}", i + 1), "spanId": "0000000000000001",
+                "name": "work", "kind": 1, "startTimeUnixNano": t(0), "endTimeUnixNano": t(5)}),
+        ));
+        input.push('\n');
+    }
+    input
+}
+
+#[test]
+fn a_reader_that_stops_early_is_no_error_and_the_findings_decide_the_status() {
+    use std::process::{Command, Stdio};
+    let input = many_traces(3_000);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lens"))
+        .args(["check", "--color", "never", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // As `| head -0` does: the reader goes before lens writes (the output is over 64 KiB, a
+    // pipe's buffer, so the write meets the closed pipe whatever the order).
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("error:"), "{stderr}");
+    assert!(stderr.contains("1 findings (1 errors"), "{stderr}");
+}
+
+#[test]
+fn standard_output_that_cannot_be_written_is_exit_2_with_a_message() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return; // no /dev/full on this system
+    };
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lens"))
+        .args(["check", "--color", "never", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(full)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(lost_hop("none", false).as_bytes()).unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("error: cannot write the traces: "),
+        "{stderr}"
+    );
+}
+
 /// POSTs one OTLP/JSON request to `lens watch`'s HTTP receiver.
 fn post(addr: &str, body: &str) {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();

@@ -458,6 +458,45 @@ struct PendingLink {
     linked_trace: TraceId,
 }
 
+/// The spans of one trace by span id: sorted ids and binary search (no hashing of peer input,
+/// no allocation per span; a trace is diagnosed once as it completes).
+struct SpanIndex<'a> {
+    spans: &'a [Span],
+    /// (span id, position in `spans`), sorted.
+    ids: Vec<(SpanId, usize)>,
+}
+
+impl<'a> SpanIndex<'a> {
+    fn new(spans: &'a [Span]) -> Self {
+        let mut ids: Vec<(SpanId, usize)> = spans
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.span_id, i))
+            .collect();
+        ids.sort_unstable();
+        SpanIndex { spans, ids }
+    }
+
+    /// The span with id `id` (the last received, when the id repeats).
+    fn get(&self, id: SpanId) -> Option<&'a Span> {
+        let end = self.ids.partition_point(|(i, _)| *i <= id);
+        let (found, at) = *self.ids.get(end.checked_sub(1)?)?;
+        (found == id).then(|| &self.spans[at])
+    }
+
+    /// Every span whose id an earlier span of the trace already has, in the order received.
+    fn duplicates(&self) -> Vec<&'a Span> {
+        let mut later: Vec<usize> = self
+            .ids
+            .windows(2)
+            .filter(|w| w[0].0 == w[1].0)
+            .map(|w| w[1].1)
+            .collect();
+        later.sort_unstable();
+        later.into_iter().map(|at| &self.spans[at]).collect()
+    }
+}
+
 /// The doctor: feed it each trace as it completes ([`Doctor::diagnose`]).
 #[derive(Debug, Default)]
 pub struct Doctor {
@@ -501,18 +540,13 @@ impl Doctor {
             return findings;
         };
         let spans = &entry.spans;
-        let mut by_id: HashMap<SpanId, &Span> = HashMap::with_capacity(spans.len());
-        let mut has_child: HashSet<SpanId> = HashSet::new();
-        let mut duplicates: Vec<&Span> = Vec::new();
+        let by_id = SpanIndex::new(spans);
+        let mut parents: Vec<SpanId> = spans.iter().filter_map(|s| s.parent_span_id).collect();
+        parents.sort_unstable();
         for span in spans {
-            if by_id.insert(span.span_id, span).is_some() {
-                duplicates.push(span);
-            }
-            if let Some(parent) = span.parent_span_id {
-                has_child.insert(parent);
-            }
             self.newest_end = self.newest_end.max(span.end_unix_nano);
         }
+        let duplicates = by_id.duplicates();
         for span in duplicates {
             findings.push(Finding {
                 rule: Rule::DuplicateSpanId,
@@ -533,7 +567,7 @@ exported twice, or a span id generator that repeats",
         }
         let reopened = entry.completions > 1;
         for span in spans.iter().filter(|s| s.kind == SpanKind::Client) {
-            if !has_child.contains(&span.span_id) {
+            if parents.binary_search(&span.span_id).is_err() {
                 self.childless_client(span, &mut findings);
             } else if reopened {
                 self.answered_client(span);
@@ -548,7 +582,7 @@ exported twice, or a span id generator that repeats",
         assembler: &Assembler,
         id: TraceId,
         span: &Span,
-        by_id: &HashMap<SpanId, &Span>,
+        by_id: &SpanIndex<'_>,
         findings: &mut Vec<Finding>,
     ) {
         match span.parent_span_id {
@@ -565,7 +599,7 @@ set the parent to the span's own context",
                     span.service()
                 ),
             }),
-            Some(parent) => match by_id.get(&parent) {
+            Some(parent) => match by_id.get(parent) {
                 Some(p) => self.parent_and_child(id, p, span, findings),
                 None => findings.push(missing_parent(id, span, parent)),
             },
@@ -577,7 +611,7 @@ set the parent to the span's own context",
         }
         for link in &span.links {
             let found = if link.trace_id == id {
-                Some(by_id.contains_key(&link.span_id))
+                Some(by_id.get(link.span_id).is_some())
             } else {
                 assembler
                     .trace(&link.trace_id)
@@ -734,11 +768,15 @@ exported (reported once per pair of services)"
                 .start
                 .saturating_sub(longest)
                 .saturating_sub(tolerance);
-            clients
-                .range((from, 0)..=(server.start.saturating_add(tolerance), u64::MAX))
-                .rev()
-                .find(|(_, c)| matches(c, &server, &self.config))
-                .map(|(at, _)| *at)
+            // Latest start first: the scan stops once the starts are further from the server's
+            // than the best fit found.
+            tightest(
+                clients
+                    .range((from, 0)..=(server.start.saturating_add(tolerance), u64::MAX))
+                    .rev(),
+                |c| server.start.checked_sub(c.start),
+                |c| matches(c, &server, &self.config).then(|| gap(c, &server)),
+            )
         });
         match found.and_then(|at| self.clients.remove(&key, at)) {
             Some(client) => findings.push(lost_context(&client, &server)),
@@ -765,13 +803,14 @@ exported (reported once per pair of services)"
         };
         let tolerance = self.config.start_tolerance_nanos;
         let found = self.roots.by_key.get(&key).and_then(|roots| {
-            roots
-                .range(
+            tightest(
+                roots.range(
                     (client.start.saturating_sub(tolerance), 0)
                         ..=(client.end.saturating_add(tolerance), u64::MAX),
-                )
-                .find(|(_, r)| matches(&client, r, &self.config))
-                .map(|(at, _)| *at)
+                ),
+                |r| r.start.checked_sub(client.start),
+                |r| matches(&client, r, &self.config).then(|| gap(&client, r)),
+            )
         });
         match found.and_then(|at| self.roots.remove(&key, at)) {
             Some(server) => findings.push(lost_context(&client, &server)),
@@ -833,6 +872,42 @@ fn matches(client: &Candidate, server: &Candidate, config: &DoctorConfig) -> boo
         && server.start <= client.end.saturating_add(config.start_tolerance_nanos)
         && server.end <= client.end.saturating_add(config.end_margin_nanos);
     within && client.address.reached(&server.address)
+}
+
+/// Of `candidates` (in order of start, moving away from the other side's start), the key of the
+/// one that fits with the least gap (`fit`: the gap, or `None` when it does not match). The gap
+/// is at least the distance between the two starts, so the scan stops at the first candidate
+/// whose `distance` (once moving away) is no less than the best gap found.
+fn tightest<'a>(
+    candidates: impl Iterator<Item = (&'a (u64, u64), &'a Candidate)>,
+    distance: impl Fn(&Candidate) -> Option<u64>,
+    fit: impl Fn(&Candidate) -> Option<u64>,
+) -> Option<(u64, u64)> {
+    let mut best: Option<((u64, u64), u64)> = None;
+    for (at, c) in candidates {
+        if let (Some((_, least)), Some(d)) = (best, distance(c))
+            && d >= least
+        {
+            break;
+        }
+        if let Some(g) = fit(c)
+            && best.is_none_or(|(_, least)| g < least)
+        {
+            best = Some((*at, g));
+        }
+    }
+    best.map(|(at, _)| at)
+}
+
+/// How far a server span is from filling its client span: the time from the client's start to
+/// the server's, plus from the server's end to the client's. Of the requests alike in every
+/// attribute and in flight together, the true pair is the tightest (one network latency each
+/// way); the doctor pairs the candidates with the least gap.
+fn gap(client: &Candidate, server: &Candidate) -> u64 {
+    server
+        .start
+        .abs_diff(client.start)
+        .saturating_add(client.end.abs_diff(server.end))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1243,6 +1318,47 @@ mod tests {
             );
             assert_eq!(f.doc(), "docs/doctor.md#lost-context");
         }
+    }
+
+    #[test]
+    fn overlapping_identical_requests_pair_by_the_tightest_fit() {
+        const C: &str = "11111111111111111111111111111111";
+        const D: &str = "22222222222222222222222222222222";
+        let client = |trace: &str, times: (u64, u64)| {
+            export(
+                "gateway",
+                vec![span(
+                    trace,
+                    2,
+                    0,
+                    "GET",
+                    CLIENT,
+                    times,
+                    0x101,
+                    &[
+                        ("http.request.method", s("GET")),
+                        ("url.full", s("http://127.0.0.1:8080/plan")),
+                    ],
+                )],
+            )
+        };
+        // Two GET /plan in flight together, each server 50 µs inside its own client: the first
+        // server also fits in the second client (started later, within the 1 ms tolerance).
+        let lines = [
+            client(A, (100, 900)),
+            client(C, (300, 1000)),
+            export(
+                "planner",
+                vec![planner_root(B, (150, 850), "/plan", "none")],
+            ),
+            export(
+                "planner",
+                vec![planner_root(D, (350, 950), "/plan", "none")],
+            ),
+        ];
+        let pairs: Vec<Vec<TraceId>> = check(&lines).into_iter().map(|f| f.trace_ids).collect();
+        let id = |t: &str| TraceId::from_hex(t).unwrap();
+        assert_eq!(pairs, [vec![id(A), id(B)], vec![id(C), id(D)]]);
     }
 
     #[test]

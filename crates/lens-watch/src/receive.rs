@@ -3,6 +3,10 @@
 //! and sends it on a bounded channel (a full channel holds the sender back, so memory stays
 //! bounded); whoever holds the other end assembles.
 //!
+//! Metrics are accepted and dropped (OTLP/gRPC `MetricsService/Export`, OTLP/HTTP
+//! `POST /v1/metrics`: an empty success): an SDK that exports its metrics to the same endpoint
+//! as its spans, as `OTEL_EXPORTER_OTLP_ENDPOINT` makes it, logs no error for them.
+//!
 //! Bad input gets an answer, never a crash: a body over [`MAX_BODY`] bytes, or one that
 //! decompresses past it, is refused before it is read or decompressed whole (HTTP 413; gRPC
 //! `OUT_OF_RANGE` for a message over the limit as sent, `RESOURCE_EXHAUSTED` for one that
@@ -80,6 +84,10 @@ pub mod grpc {
 
     /// The gRPC method path.
     pub const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+
+    /// The gRPC method path of metrics, accepted and dropped by [`IgnoredMetrics`].
+    pub const METRICS_EXPORT_PATH: &str =
+        "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export";
 
     /// The OTLP trace service, for a tonic server (see [`serve`]).
     #[derive(Clone, Debug)]
@@ -210,6 +218,61 @@ pub mod grpc {
         }
     }
 
+    /// The OTLP metrics service, answering every export with an empty success and dropping
+    /// what it carries (`lens watch` shows traces): for a tonic server beside
+    /// [`TraceService`] (see [`serve`]).
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct IgnoredMetrics;
+
+    impl tonic::server::NamedService for IgnoredMetrics {
+        const NAME: &'static str = "opentelemetry.proto.collector.metrics.v1.MetricsService";
+    }
+
+    #[derive(Clone, Copy, Debug)]
+    struct Drop;
+
+    impl tonic::server::UnaryService<Bytes> for Drop {
+        // An empty `ExportMetricsServiceResponse`: an empty message is zero bytes whatever its
+        // type, so the trace response's encoder writes it.
+        type Response = ExportTraceServiceResponse;
+        type Future = std::future::Ready<Result<tonic::Response<Self::Response>, Status>>;
+
+        fn call(&mut self, _request: tonic::Request<Bytes>) -> Self::Future {
+            std::future::ready(Ok(tonic::Response::new(
+                ExportTraceServiceResponse::default(),
+            )))
+        }
+    }
+
+    impl<B> tower_service::Service<http::Request<B>> for IgnoredMetrics
+    where
+        B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
+    {
+        type Response = http::Response<tonic::body::Body>;
+        type Error = Infallible;
+        type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+        fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, request: http::Request<B>) -> Self::Future {
+            if request.uri().path() != METRICS_EXPORT_PATH {
+                return Box::pin(async {
+                    Ok(Status::unimplemented("only MetricsService/Export is served").into_http())
+                });
+            }
+            Box::pin(async move {
+                let mut grpc = tonic::server::Grpc::new(OtlpCodec)
+                    .accept_compressed(CompressionEncoding::Gzip)
+                    .send_compressed(CompressionEncoding::Gzip)
+                    .max_decoding_message_size(MAX_BODY);
+                Ok(grpc.unary(Drop, request).await)
+            })
+        }
+    }
+
     /// Serves OTLP/gRPC on `listener` until `shutdown` completes (with `TCP_NODELAY` on every
     /// connection: with Nagle's algorithm, small replies wait for delayed ACKs, tens of
     /// milliseconds an export).
@@ -220,6 +283,7 @@ pub mod grpc {
     ) -> Result<(), tonic::transport::Error> {
         tonic::transport::Server::builder()
             .add_service(TraceService::new(sender))
+            .add_service(IgnoredMetrics)
             .serve_with_incoming_shutdown(
                 tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
                 shutdown,
@@ -252,6 +316,9 @@ pub mod http {
 
     /// The OTLP/HTTP traces path.
     pub const TRACES_PATH: &str = "/v1/traces";
+
+    /// The OTLP/HTTP metrics path: metrics are accepted and dropped.
+    pub const METRICS_PATH: &str = "/v1/metrics";
 
     /// The content types of OTLP/HTTP.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -295,10 +362,12 @@ pub mod http {
         (status, [(CONTENT_TYPE, format.content_type())], body).into_response()
     }
 
-    /// The router for `POST /v1/traces`, to serve alone ([`serve`]) or merged with others.
+    /// The router for `POST /v1/traces` (and `POST /v1/metrics`, accepted and dropped), to
+    /// serve alone ([`serve`]) or merged with others.
     pub fn router(sender: Sender) -> axum::Router {
         axum::Router::new()
             .route(TRACES_PATH, post(export))
+            .route(METRICS_PATH, post(ignore_metrics))
             // The limit is applied here, with the right answer (413 before reading whole).
             .layer(DefaultBodyLimit::disable())
             .with_state(sender)
@@ -390,6 +459,33 @@ pub mod http {
                 e.to_string(),
             ))
         })
+    }
+
+    /// `POST /v1/metrics`: the body read (up to [`MAX_BODY`]) and dropped; an empty
+    /// `ExportMetricsServiceResponse` in the request's content type.
+    async fn ignore_metrics(headers: HeaderMap, body: Body) -> Response {
+        let format = media_type(&headers).unwrap_or(Format::Protobuf);
+        if let Err(e) = http_body_util::Limited::new(body, MAX_BODY).collect().await {
+            if e.is::<http_body_util::LengthLimitError>() {
+                return too_large(format, "the request body");
+            }
+            return error(
+                StatusCode::BAD_REQUEST,
+                format,
+                INVALID_ARGUMENT,
+                format!("cannot read the request body: {e}"),
+            );
+        }
+        let body: &'static [u8] = match format {
+            Format::Protobuf => b"",
+            Format::Json => b"{}",
+        };
+        (
+            StatusCode::OK,
+            [(CONTENT_TYPE, format.content_type())],
+            body,
+        )
+            .into_response()
     }
 
     async fn export(State(sender): State<Sender>, headers: HeaderMap, body: Body) -> Response {

@@ -181,6 +181,85 @@ async fn the_rust_sdk_exporter_over_http_protobuf() {
 const GOOD: &str = r#"{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b7","name":"ok","startTimeUnixNano":"1","endTimeUnixNano":"2"}"#;
 const BAD_ID: &str = r#"{"traceId":"4bf92f","spanId":"00f067aa0ba902b7","name":"bad"}"#;
 
+/// One service's metrics as the SDK collects them: a duration histogram with one measurement.
+fn sdk_metrics() -> opentelemetry_sdk::metrics::data::ResourceMetrics {
+    use opentelemetry::metrics::MeterProvider as _;
+    let memory = opentelemetry_sdk::metrics::InMemoryMetricExporter::default();
+    let provider = opentelemetry_sdk::metrics::SdkMeterProvider::builder()
+        .with_resource(
+            Resource::builder_empty()
+                .with_service_name("watched")
+                .build(),
+        )
+        .with_reader(opentelemetry_sdk::metrics::PeriodicReader::builder(memory.clone()).build())
+        .build();
+    let duration = provider
+        .meter("test-scope")
+        .f64_histogram("http.server.request.duration")
+        .with_unit("s")
+        .build();
+    duration.record(0.012, &[KeyValue::new("http.request.method", "GET")]);
+    provider.force_flush().unwrap();
+    let mut all = memory.get_finished_metrics().unwrap();
+    provider.shutdown().unwrap();
+    assert_eq!(all.len(), 1);
+    all.remove(0)
+}
+
+#[tokio::test]
+async fn metrics_from_the_rust_sdk_exporter_are_accepted_and_dropped() {
+    use opentelemetry_sdk::metrics::exporter::PushMetricExporter as _;
+    let mut r = start().await;
+    let metrics = sdk_metrics();
+    let grpc = opentelemetry_otlp::MetricExporter::builder()
+        .with_tonic()
+        .with_endpoint(format!("http://{}", r.grpc))
+        .with_compression(opentelemetry_otlp::Compression::Gzip)
+        .build()
+        .unwrap();
+    let http = opentelemetry_otlp::MetricExporter::builder()
+        .with_http()
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_endpoint(format!("http://{}/v1/metrics", r.http))
+        .build()
+        .unwrap();
+    for exporter in [grpc, http] {
+        exporter
+            .export(&metrics)
+            .await
+            .expect("the receiver accepts the metrics");
+    }
+    // Nothing went to the traces: the first batch delivered is the spans sent next.
+    let spans = sdk_spans();
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_endpoint(format!("http://{}/v1/traces", r.http))
+        .build()
+        .unwrap();
+    export(exporter, spans.clone()).await;
+    check_received(&r.batches.recv().await.unwrap(), &spans);
+    assert!(r.batches.try_recv().is_err());
+}
+
+#[tokio::test]
+async fn metrics_as_json_get_an_empty_json_success() {
+    let r = start().await;
+    let response = reqwest::Client::new()
+        .post(format!("http://{}/v1/metrics", r.http))
+        .header("content-type", "application/json")
+        .body(r#"{"resourceMetrics":[]}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        "application/json"
+    );
+    assert_eq!(response.text().await.unwrap(), "{}");
+}
+
 fn json_request(spans: &str) -> String {
     format!(r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{spans}]}}]}}]}}"#)
 }

@@ -1,5 +1,6 @@
 //! The demo's embedded span store: one [`SpanExporter`] per service, all writing into one
-//! [`Collector`], each span kept with the `service.name` of the resource that produced it.
+//! [`Collector`], each span kept with the `service.name` of the resource that produced it; and
+//! each service's meter provider (the same resource), read on demand ([`Service::metrics`]).
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -7,9 +8,15 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use opentelemetry::Key;
+use opentelemetry::metrics::{Meter, MeterProvider as _};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::metrics::data::ResourceMetrics;
+use opentelemetry_sdk::metrics::reader::MetricReader;
+use opentelemetry_sdk::metrics::{
+    InstrumentKind, ManualReader, Pipeline, SdkMeterProvider, Temporality,
+};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, SpanData, SpanExporter};
 
 /// A finished span and the service that produced it.
@@ -74,13 +81,9 @@ impl Collector {
 
     /// A tracer provider for `service` whose spans end up here, exported one by one as they end
     /// (a simple span processor: nothing is buffered, nothing is lost).
-    pub(crate) fn provider(&self, service: &str) -> SdkTracerProvider {
+    pub(crate) fn provider(&self, resource: Resource, service: &str) -> SdkTracerProvider {
         SdkTracerProvider::builder()
-            .with_resource(
-                Resource::builder_empty()
-                    .with_service_name(service.to_owned())
-                    .build(),
-            )
+            .with_resource(resource)
             .with_simple_exporter(ServiceExporter {
                 service: Arc::from(service),
                 collector: self.clone(),
@@ -116,16 +119,56 @@ impl SpanExporter for ServiceExporter {
     }
 }
 
-/// One service of the demo: its provider (kept for flushing) and a tracer per scope.
+/// A [`ManualReader`] that the demo keeps a handle on after giving it to a meter provider
+/// (which takes its reader by value): the histograms are read when the requests are done.
+#[derive(Clone, Debug, Default)]
+struct SharedReader(Arc<ManualReader>);
+
+impl MetricReader for SharedReader {
+    fn register_pipeline(&self, pipeline: std::sync::Weak<Pipeline>) {
+        self.0.register_pipeline(pipeline);
+    }
+
+    fn collect(&self, rm: &mut ResourceMetrics) -> OTelSdkResult {
+        self.0.collect(rm)
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.0.force_flush()
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.0.shutdown_with_timeout(timeout)
+    }
+
+    fn temporality(&self, kind: InstrumentKind) -> Temporality {
+        self.0.temporality(kind)
+    }
+}
+
+/// One service of the demo: its tracer provider and its meter provider, with one resource
+/// (`service.name`), and a tracer or a meter per scope.
 #[derive(Clone, Debug)]
 pub(crate) struct Service {
     provider: SdkTracerProvider,
+    meters: SdkMeterProvider,
+    reader: SharedReader,
 }
 
 impl Service {
+    /// The service `name`, its spans exported into `collector`, its metrics held until read.
     pub(crate) fn new(collector: &Collector, name: &str) -> Self {
+        let resource = Resource::builder_empty()
+            .with_service_name(name.to_owned())
+            .build();
+        let reader = SharedReader::default();
         Service {
-            provider: collector.provider(name),
+            provider: collector.provider(resource.clone(), name),
+            meters: SdkMeterProvider::builder()
+                .with_resource(resource)
+                .with_reader(reader.clone())
+                .build(),
+            reader,
         }
     }
 
@@ -134,7 +177,22 @@ impl Service {
         self.provider.tracer(scope)
     }
 
-    /// Flushes the provider (a no-op for the simple processor, kept for other processors).
+    /// A meter of this service for the instrumentation scope `scope`.
+    pub(crate) fn meter(&self, scope: &'static str) -> Meter {
+        self.meters.meter(scope)
+    }
+
+    /// What this service's instruments have recorded so far (cumulative), with its resource.
+    pub(crate) fn metrics(&self) -> Result<ResourceMetrics, String> {
+        let mut metrics = ResourceMetrics::default();
+        self.reader
+            .collect(&mut metrics)
+            .map_err(|e| e.to_string())?;
+        Ok(metrics)
+    }
+
+    /// Flushes the tracer provider (a no-op for the simple processor, kept for other
+    /// processors).
     pub(crate) fn flush(&self) -> OTelSdkResult {
         self.provider.force_flush()
     }

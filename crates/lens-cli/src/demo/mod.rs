@@ -8,7 +8,9 @@
 //!   lens-watch's, the one `lens watch` draws: the collector is one more source of spans
 //!   ([`crate::view::FromSdk`]) for lens-watch's assembler, the store `lens watch` and
 //!   `lens check` fill, and the traces are printed from it as they print theirs.
-//! * [`otlp`]: `--otlp URL`, the spans sent to a collector with opentelemetry-otlp.
+//! * [`durations`]: the request durations per hop, read from the histograms the adapters
+//!   recorded (each service has a meter provider beside its tracer provider).
+//! * [`otlp`]: `--otlp URL`, the spans and metrics sent to a collector with opentelemetry-otlp.
 #![forbid(unsafe_code)]
 
 use std::io::{IsTerminal as _, Write as _};
@@ -22,14 +24,16 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use opentelemetry::trace::TraceId;
 
 pub(crate) mod collect;
+mod durations;
 mod otlp;
 mod topology;
 
 use collect::{CollectedSpan, Collector};
 use lens_watch::assemble::{Assembler, Config};
+use lens_watch::diagnose::{Doctor, DoctorConfig, Finding, Severity};
 use lens_watch::render;
 
-use crate::view::{Colour, ColourFlag, FromSdk, HOP_NAMES, Output, print_trace};
+use crate::view::{Colour, ColourFlag, FromSdk, HOP_NAMES, Output, print_findings, print_trace};
 
 /// The foot of the `--html` page.
 const HTML_FOOTER: &str = "Written by <code>lens demo --html</code>. Bars: start and duration of each span within its trace; hover a bar for its attributes.";
@@ -82,7 +86,7 @@ fn layouts<'a>(
         })
         .collect()
 }
-use topology::{Demo, DemoError};
+use topology::{Demo, DemoError, Hop};
 
 /// `lens demo`: one traced request through a small AI system, all in this process.
 #[derive(Debug, clap::Args)]
@@ -91,14 +95,19 @@ use topology::{Demo, DemoError};
 through reqwest), a tonic trainer (called over gRPC) that dispatches a Ray-style remote call and \
 runs a training step over 4 pipeline ranks (threads: the step's context broadcast to every rank, \
 activations handed stage to stage with NCCL context frames, each stage's span linked to the \
-previous one). Sends a request through them and prints every span of its trace as a waterfall.",
+previous one). Sends a request through them and prints every span of its trace as a waterfall, then what \
+the propagation doctor finds in it (nothing, unless --break sends a hop without context).",
     mut_arg("json", |a| a.help("Print the spans as JSON (an array) instead of the waterfall")),
     after_help = "Environment: OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT \
 names a collector when --otlp is not given; OTEL_EXPORTER_OTLP_PROTOCOL (grpc or http/protobuf, \
 the default), OTEL_EXPORTER_OTLP_HEADERS and OTEL_EXPORTER_OTLP_TIMEOUT (milliseconds) work as \
 in any OpenTelemetry SDK (and their OTEL_EXPORTER_OTLP_TRACES_* forms).
 
-Exit status: 0 every trace complete, 1 a request failed or a trace is incomplete, 2 usage error."
+Example: lens demo --break 'gateway->planner' (quoted: `>` is a redirection in a shell) shows the \
+lost-context finding of docs/doctor.md.
+
+Exit status: 0 every trace complete, 1 a request failed, a trace is incomplete or the doctor \
+found an error without --break, 2 usage error."
 )]
 pub(crate) struct Args {
     #[command(flatten)]
@@ -139,8 +148,29 @@ pub(crate) struct Args {
     #[arg(long, value_name = "S", value_parser = seconds)]
     otlp_timeout: Option<Duration>,
 
+    /// Send HOP without trace context (its client records its span but injects nothing) and
+    /// print the doctor's finding: lens-demo->gateway, gateway->planner or planner->trainer
+    #[arg(long = "break", value_name = "HOP", value_parser = hop)]
+    break_hop: Option<Hop>,
+
     #[command(flatten)]
     color: ColourFlag,
+}
+
+/// `--break`: a hop of the demo, `from->to`.
+fn hop(value: &str) -> Result<Hop, String> {
+    Hop::parse(value).ok_or_else(|| {
+        let valid: Vec<String> = Hop::ALL.iter().map(|h| h.name()).collect();
+        let mut message = format!(
+            "no hop '{value}' in the demo; the hops that can be broken: {}",
+            valid.join(", ")
+        );
+        if value.ends_with('-') {
+            // `--break gateway->planner` unquoted: the shell took `>planner` as a redirection.
+            message.push_str(" (quote the hop in a shell: --break 'gateway->planner')");
+        }
+        message
+    })
 }
 
 /// The largest `--requests` and `--concurrency`.
@@ -181,8 +211,13 @@ struct Options {
     requests: usize,
     concurrency: usize,
     otlp: Option<otlp::Target>,
+    /// Where the metrics go: `--otlp`, else `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` or
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`.
+    otlp_metrics: Option<otlp::Target>,
     otlp_timeout: Option<Duration>,
     colour: Colour,
+    /// `--break`: the hop sent without context.
+    broken: Option<Hop>,
 }
 
 /// Runs `lens demo`.
@@ -204,9 +239,11 @@ pub(crate) fn main(args: Args) -> ExitCode {
         html,
         requests: args.requests as usize,
         concurrency: args.concurrency as usize,
-        otlp: otlp::Target::resolve(args.otlp.as_deref()),
+        otlp: otlp::Target::resolve(args.otlp.as_deref(), otlp::Signal::Traces),
+        otlp_metrics: otlp::Target::resolve(args.otlp.as_deref(), otlp::Signal::Metrics),
         otlp_timeout: args.otlp_timeout,
         colour: args.color.color,
+        broken: args.break_hop,
     };
     let Some(runtime) = crate::runtime() else {
         return ExitCode::FAILURE;
@@ -239,7 +276,7 @@ fn progress_bar(requests: usize) -> ProgressBar {
 /// complete.
 async fn run(options: &Options) -> bool {
     let collector = Collector::default();
-    let demo = match Demo::start(&collector).await {
+    let demo = match Demo::start(&collector, options.broken).await {
         Ok(demo) => Arc::new(demo),
         Err(e) => {
             eprintln!("error: {e}");
@@ -263,6 +300,11 @@ async fn run(options: &Options) -> bool {
     let (assembler, ids) = assemble(&spans);
     let traces = layouts(&assembler, &ids);
     let index = render::index(assembler.traces().flat_map(|(_, t)| &t.spans));
+    let findings = diagnose(&assembler, &ids);
+    if options.broken.is_none() && findings.iter().any(|f| f.severity() == Severity::Error) {
+        // The healthy demo gives no finding: one is a bug of the demo or of the doctor.
+        ok = false;
+    }
     let mut out = String::new();
     if options.json {
         match serde_json::to_string_pretty(&render::json::spans(&traces)) {
@@ -301,6 +343,30 @@ async fn run(options: &Options) -> bool {
             complete_count
         ));
     }
+    let metrics = demo.metrics();
+    if !options.json {
+        match &metrics {
+            Ok(metrics) => {
+                out.push('\n');
+                durations::table(&durations::rows(metrics), &mut out);
+            }
+            Err(e) => eprintln!("warning: cannot read the demo's metrics: {e}"),
+        }
+    }
+    if !findings.is_empty() {
+        if options.json {
+            // Standard output holds one JSON array: the findings go to standard error.
+            let mut text = String::new();
+            print_findings(&findings, Output::Text { colour: false }, false, &mut text);
+            eprint!("{text}");
+        } else {
+            out.push('\n');
+            let output = Output::Text {
+                colour: options.colour.enabled(),
+            };
+            print_findings(&findings, output, false, &mut out);
+        }
+    }
     {
         let mut stdout = std::io::stdout().lock();
         if stdout
@@ -333,6 +399,18 @@ async fn run(options: &Options) -> bool {
             Ok(n) => eprintln!("exported {n} spans to {}", target.describe()),
             Err(e) => eprintln!(
                 "warning: could not export spans to the OTLP collector at {}: {e}",
+                target.describe()
+            ),
+        }
+    }
+    if let (Some(target), Ok(metrics)) = (&options.otlp_metrics, &metrics) {
+        match otlp::export_metrics(target, metrics, options.otlp_timeout).await {
+            Ok(n) => eprintln!(
+                "exported the metrics of {n} services to {}",
+                target.describe()
+            ),
+            Err(e) => eprintln!(
+                "warning: could not export metrics to the OTLP collector at {}: {e}",
                 target.describe()
             ),
         }
@@ -391,16 +469,24 @@ async fn send_all(
     (trace_ids, failures)
 }
 
-/// Every trace in `ids` is present and complete (one root, every parent present).
+/// The propagation doctor's findings on the traces `ids` held by `assembler` (the findings
+/// `lens watch` would print for them), in the order of the traces.
+fn diagnose(assembler: &Assembler, ids: &[lens_watch::model::TraceId]) -> Vec<Finding> {
+    let mut doctor = Doctor::new(DoctorConfig::default());
+    ids.iter()
+        .flat_map(|id| doctor.diagnose(assembler, *id))
+        .collect()
+}
+
+/// Every trace in `ids` is present, and every trace held is complete (one root, every parent
+/// present): with a broken hop, the trace the called service started is not in `ids`.
 fn complete(spans: &[CollectedSpan], ids: &[TraceId]) -> bool {
     let (assembler, held) = assemble(spans);
     let traces = layouts(&assembler, &held);
-    ids.iter().all(|id| {
-        traces
+    traces.iter().all(|t| t.summary(HOP_NAMES).is_complete())
+        && ids
             .iter()
-            .find(|t| t.trace_id.0 == id.to_bytes())
-            .is_some_and(|t| t.summary(HOP_NAMES).is_complete())
-    })
+            .all(|id| traces.iter().any(|t| t.trace_id.0 == id.to_bytes()))
 }
 
 #[cfg(test)]
@@ -421,6 +507,23 @@ mod tests {
         for bad in ["notaurl", "c:4318", "ftp://c/", "/v1/traces", "http://", ""] {
             assert!(collector_url(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn hops_are_named_from_to_and_an_unknown_one_lists_the_valid_ones() {
+        for h in Hop::ALL {
+            assert_eq!(hop(&h.name()), Ok(h));
+        }
+        assert_eq!(hop("gateway -> planner"), Ok(Hop::GatewayToPlanner));
+        for bad in ["planner->gateway", "gateway", "", "trainer->rollout-worker"] {
+            let e = hop(bad).unwrap_err();
+            assert!(
+                e.contains("lens-demo->gateway, gateway->planner, planner->trainer"),
+                "{e}"
+            );
+            assert!(!e.contains("quote"), "{e}");
+        }
+        assert!(hop("gateway-").unwrap_err().contains("quote"));
     }
 
     #[test]

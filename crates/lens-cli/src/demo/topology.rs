@@ -28,7 +28,7 @@ use lens_dist::{
     DistError, Remote, ThreadComm, ThreadGroup, broadcast_trace_context, create_linked_span,
 };
 use lens_nccl::FrameCodec;
-use lens_reqwest::ClientMiddleware;
+use lens_reqwest::{ClientMiddleware, FilterDecision};
 use lens_tonic::{ClientLayer, ClientService, JsonCodec, RemoteCall, ServerLayer};
 use opentelemetry::context::FutureExt as _;
 use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, TraceId, Tracer as _};
@@ -53,6 +53,62 @@ const STEP_PATH: &str = "/lens.demo.Trainer/Step";
 
 /// Size of the activations handed from stage to stage.
 const ACTIVATIONS: usize = 4096;
+
+/// A hop of the demo that `lens demo --break HOP` sends without context: a client span
+/// (lens-reqwest's, lens-tonic's) whose request goes out with no `traceparent`, as from a
+/// client that records spans but does not inject. The other hops (the remote call, the
+/// broadcast, the pipeline's links) carry their context in the payload, with no client span for
+/// the doctor to pair a new root with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hop {
+    /// The driver's reqwest call to the gateway (HTTP).
+    DemoToGateway,
+    /// The gateway's reqwest call to the planner (HTTP).
+    GatewayToPlanner,
+    /// The planner's gRPC call to the trainer (tonic).
+    PlannerToTrainer,
+}
+
+impl Hop {
+    /// Every hop that can be broken, in the order a request crosses them.
+    pub(crate) const ALL: [Hop; 3] = [
+        Hop::DemoToGateway,
+        Hop::GatewayToPlanner,
+        Hop::PlannerToTrainer,
+    ];
+
+    /// The calling and the called service.
+    pub(crate) fn services(self) -> (&'static str, &'static str) {
+        match self {
+            Hop::DemoToGateway => ("lens-demo", "gateway"),
+            Hop::GatewayToPlanner => ("gateway", "planner"),
+            Hop::PlannerToTrainer => ("planner", "trainer"),
+        }
+    }
+
+    /// `from->to`, as `--break` takes it.
+    pub(crate) fn name(self) -> String {
+        let (from, to) = self.services();
+        format!("{from}->{to}")
+    }
+
+    /// The hop named `from->to` (spaces around the arrow allowed).
+    pub(crate) fn parse(value: &str) -> Option<Hop> {
+        let (from, to) = value.split_once("->")?;
+        Hop::ALL
+            .into_iter()
+            .find(|hop| hop.services() == (from.trim(), to.trim()))
+    }
+
+    /// The client filter of the calling side: a span for every request, context injected
+    /// unless this is the broken hop.
+    fn filter(broken: Option<Hop>, hop: Hop) -> FilterDecision {
+        FilterDecision {
+            span: true,
+            inject: broken != Some(hop),
+        }
+    }
+}
 
 /// What can go wrong while the demo runs.
 #[derive(Debug, thiserror::Error)]
@@ -128,8 +184,12 @@ pub(crate) struct Demo {
 }
 
 impl Demo {
-    /// Starts every service on 127.0.0.1 (port 0) and returns once they listen.
-    pub(crate) async fn start(collector: &Collector) -> Result<Demo, DemoError> {
+    /// Starts every service on 127.0.0.1 (port 0) and returns once they listen; the `broken`
+    /// hop's client sends no context.
+    pub(crate) async fn start(
+        collector: &Collector,
+        broken: Option<Hop>,
+    ) -> Result<Demo, DemoError> {
         let driver = Service::new(collector, "lens-demo");
         let gateway = Service::new(collector, "gateway");
         let planner = Service::new(collector, "planner");
@@ -149,6 +209,7 @@ impl Demo {
                 },
             },
             trainer.tracer(lens_tonic::TRACER_NAME),
+            trainer.meter(lens_tonic::TRACER_NAME),
         )
         .await?;
 
@@ -158,29 +219,41 @@ impl Demo {
             .connect_lazy();
         let grpc = ClientLayer::new()
             .with_tracer(planner.tracer(lens_tonic::TRACER_NAME))
+            .with_meter(planner.meter(lens_tonic::TRACER_NAME))
             .with_server_address(trainer_addr.ip().to_string(), trainer_addr.port())
+            .with_filter(move |_: &lens_tonic::RequestInfo<'_>| {
+                Hop::filter(broken, Hop::PlannerToTrainer)
+            })
             .layer(channel);
         let planner_app = Router::new()
             .route("/plan", post(plan))
             .with_state(grpc)
-            .layer(HttpServerLayer::new().with_tracer(planner.tracer("lens-axum")));
+            .layer(
+                HttpServerLayer::new()
+                    .with_tracer(planner.tracer("lens-axum"))
+                    .with_meter(planner.meter("lens-axum")),
+            );
         let planner_addr = serve_http(planner_app).await?;
 
         // gateway: axum, calls the planner through reqwest with the lens middleware.
         let gateway_state = Gateway {
-            client: traced_client(gateway.tracer("lens-reqwest")),
+            client: traced_client(&gateway, Hop::filter(broken, Hop::GatewayToPlanner)),
             planner_url: format!("http://{planner_addr}/plan"),
         };
         let gateway_app = Router::new()
             .route("/v1/train", post(train))
             .with_state(gateway_state)
-            .layer(HttpServerLayer::new().with_tracer(gateway.tracer("lens-axum")));
+            .layer(
+                HttpServerLayer::new()
+                    .with_tracer(gateway.tracer("lens-axum"))
+                    .with_meter(gateway.meter("lens-axum")),
+            );
         let gateway_addr = serve_http(gateway_app).await?;
 
         let mut services = vec![driver.clone(), gateway, planner, trainer, worker];
         services.extend(ranks);
         Ok(Demo {
-            client: traced_client(driver.tracer("lens-reqwest")),
+            client: traced_client(&driver, Hop::filter(broken, Hop::DemoToGateway)),
             driver: driver.tracer("lens-demo"),
             gateway_url: format!("http://{gateway_addr}/v1/train"),
             services,
@@ -218,6 +291,14 @@ impl Demo {
         result.map(|reply| (trace_id, reply))
     }
 
+    /// What every service's instruments recorded (the request durations of lens-axum,
+    /// lens-reqwest and lens-tonic), one `ResourceMetrics` a service; the first error else.
+    pub(crate) fn metrics(
+        &self,
+    ) -> Result<Vec<opentelemetry_sdk::metrics::data::ResourceMetrics>, String> {
+        self.services.iter().map(Service::metrics).collect()
+    }
+
     /// Flushes every service's provider.
     pub(crate) fn flush(&self) {
         for service in &self.services {
@@ -227,9 +308,15 @@ impl Demo {
     }
 }
 
-fn traced_client(tracer: SdkTracer) -> ClientWithMiddleware {
+/// `service`'s reqwest client: lens-reqwest's spans and metrics, `filter` on every request.
+fn traced_client(service: &Service, filter: FilterDecision) -> ClientWithMiddleware {
     reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
-        .with(ClientMiddleware::new().with_tracer(tracer))
+        .with(
+            ClientMiddleware::new()
+                .with_tracer(service.tracer("lens-reqwest"))
+                .with_meter(service.meter("lens-reqwest"))
+                .with_filter(move |_: &reqwest::Request| filter),
+        )
         .build()
 }
 
@@ -407,14 +494,18 @@ impl UnaryService<StepRequest> for Step {
     }
 }
 
-async fn serve_trainer(trainer: Trainer, tracer: SdkTracer) -> Result<SocketAddr, DemoError> {
+async fn serve_trainer(
+    trainer: Trainer,
+    tracer: SdkTracer,
+    meter: opentelemetry::metrics::Meter,
+) -> Result<SocketAddr, DemoError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     // Without TCP_NODELAY, the response trailers can wait for a delayed ACK (tens of ms).
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     tokio::spawn(async move {
         let _ = tonic::transport::Server::builder()
-            .layer(ServerLayer::new().with_tracer(tracer))
+            .layer(ServerLayer::new().with_tracer(tracer).with_meter(meter))
             .serve_with_incoming(trainer, incoming)
             .await;
     });

@@ -108,7 +108,8 @@ impl Drop for Watch {
     }
 }
 
-/// Runs `lens demo --json` sending to `url` (with `protocol`); the demo's trace id.
+/// Runs `lens demo --json` sending to `url` (with `protocol`), spans and metrics; the demo's
+/// trace id.
 pub fn demo_into(url: &str, protocol: &str) -> String {
     let output = command(&["demo", "--json", "--otlp", url])
         .env("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
@@ -119,7 +120,14 @@ pub fn demo_into(url: &str, protocol: &str) -> String {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(String::from_utf8_lossy(&output.stderr).contains("exported 13 spans"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("exported 13 spans"), "{stderr}");
+    // The metrics go to the same endpoint: accepted (and dropped), no warning.
+    assert!(
+        stderr.contains("exported the metrics of 4 services"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
     let spans: Value = serde_json::from_slice(&output.stdout).unwrap();
     spans[0]["trace_id"].as_str().unwrap().to_owned()
 }
