@@ -288,6 +288,14 @@ fn properties_are_trimmed_and_re_sent() {
 }
 
 #[test]
+fn spaces_before_the_first_property_are_not_re_sent() {
+    // The properties themselves are already canonical here: only the space between the value
+    // and `;` has to go.
+    assert_eq!(parse("k=v ;p").header(), "k=v;p");
+    assert_eq!(parse("a=1,k=v\t;p=x").header(), "a=1,k=v;p=x");
+}
+
+#[test]
 fn property_values_are_sent_on_as_received() {
     let list = parse("k=a%20b;p=a%20b+c");
     assert_eq!(list.get("k").unwrap().properties(), "p=a%20b+c");
