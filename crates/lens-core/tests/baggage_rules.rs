@@ -134,6 +134,15 @@ fn plus_as_space_leaves_keys_alone() {
     assert_eq!(pairs(&list), [("a+b", "1")]);
 }
 
+/// Whether an escape is sent on as it came is decided from its own two digits: a lowercase
+/// escape after other bytes is re-encoded in uppercase, whatever follows it.
+#[test]
+fn a_lowercase_escape_inside_a_value_is_sent_uppercase() {
+    assert_eq!(sent_on("k=x%2aA"), "k=x%2AA");
+    assert_eq!(sent_on("k=ab%2cCD"), "k=ab%2CCD");
+    assert_eq!(parse("k=x%2aA").header(), "k=x%2AA");
+}
+
 #[test]
 fn percent_escapes_decode_in_either_case() {
     assert_eq!(pairs(&parse("k=%c3%A9%2c")), [("k", "é,")]);
