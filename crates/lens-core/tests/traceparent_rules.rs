@@ -263,3 +263,52 @@ fn each_flag_is_read_on_its_own_and_display_writes_the_header() {
         assert_eq!(&sent[..53], &VALID[..53]);
     }
 }
+
+/// Each rejection names the rule it breaks by its anchor in docs/propagation-rules.md (the
+/// value a SERVER span records in `lens.trace.new_root` as `rejected:<anchor>`), and the page
+/// has that anchor.
+#[test]
+fn a_rejection_names_the_anchor_of_its_rule() {
+    let rules = include_str!("../../../docs/propagation-rules.md");
+    let long = format!("{VALID}{}", "-0".repeat(300));
+    let cases = [
+        (
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "traceparent-versions",
+        ),
+        (
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "traceparent-zero-ids",
+        ),
+        (
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "traceparent-zero-ids",
+        ),
+        (
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "traceparent-length",
+        ),
+        (long.as_str(), "traceparent-length"),
+        (
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "traceparent-format",
+        ),
+    ];
+    for (header, anchor) in cases {
+        assert_eq!(err(header).anchor(), anchor, "{header}");
+        assert!(
+            rules.contains(&format!("<a id=\"{anchor}\"></a>")),
+            "docs/propagation-rules.md has no anchor {anchor}"
+        );
+    }
+    let repeated = TraceParent::parse_lines(
+        [
+            VALID,
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b8-01",
+        ],
+        512,
+    )
+    .unwrap_err();
+    assert_eq!(repeated.anchor(), "traceparent-repeated");
+    assert!(rules.contains("<a id=\"traceparent-repeated\"></a>"));
+}
