@@ -38,6 +38,12 @@ pub trait BodyEnd {
     fn error<E>(&self, span: LiveSpan) {
         span.end_with(Outcome::error_of::<E>("response body failed"));
     }
+
+    /// The body was dropped before its end with the span still going: the peer went away, or
+    /// the caller stopped reading (a gRPC call is then cancelled).
+    fn dropped(&self, span: LiveSpan) {
+        span.end();
+    }
 }
 
 /// A body whose span ends after its last frame ([`BodyEnd`]'s defaults: HTTP).
@@ -48,17 +54,32 @@ impl BodyEnd for AtLastFrame {}
 
 pin_project! {
     /// A response body that ends the call's span when its last frame has been polled, when it
-    /// fails, or when it is dropped (the peer went away), whichever comes first; streaming
-    /// bodies are covered, the span lasts until the stream ends.
-    pub struct TracedBody<B, H = AtLastFrame> {
+    /// fails, or when it is dropped (the peer went away, [`BodyEnd::dropped`]), whichever comes
+    /// first; streaming bodies are covered, the span lasts until the stream ends.
+    pub struct TracedBody<B, H = AtLastFrame>
+    where
+        H: BodyEnd,
+    {
         #[pin]
         inner: B,
         span: Option<LiveSpan>,
         end: H,
     }
+
+    impl<B, H> PinnedDrop for TracedBody<B, H>
+    where
+        H: BodyEnd,
+    {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if let Some(span) = this.span.take() {
+                this.end.dropped(span);
+            }
+        }
+    }
 }
 
-impl<B, H> fmt::Debug for TracedBody<B, H> {
+impl<B, H: BodyEnd> fmt::Debug for TracedBody<B, H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TracedBody")
             .field("traced", &self.span.is_some())
@@ -66,7 +87,7 @@ impl<B, H> fmt::Debug for TracedBody<B, H> {
     }
 }
 
-impl<B, H> TracedBody<B, H> {
+impl<B, H: BodyEnd> TracedBody<B, H> {
     /// `inner`, ending `span` (none: an untraced response) as `end` says.
     pub fn new(inner: B, span: Option<LiveSpan>, end: H) -> Self {
         TracedBody { inner, span, end }

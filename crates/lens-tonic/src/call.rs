@@ -45,7 +45,8 @@ impl<'a> RequestInfo<'a> {
 pub struct ResponseInfo<'a> {
     /// The gRPC status code.
     pub code: Code,
-    /// The response headers (trailers-only responses) or trailers holding `grpc-status`.
+    /// The response headers (trailers-only responses) or trailers holding `grpc-status`; empty
+    /// for a call dropped before its status (`code` is then `CANCELLED`).
     pub metadata: &'a HeaderMap,
 }
 

@@ -28,7 +28,8 @@
 //! - gRPC servers: [`ServerLayer`]: extraction through lens's [`InboundPolicy`](lens_core::policy::InboundPolicy),
 //!   a SERVER span per call with the RPC semantic-convention attributes (and, on a span that
 //!   starts a new trace, `lens.trace.new_root` saying why: see [`lens_span::new_root`]), the
-//!   status code read from the response headers or trailers (streaming responses included).
+//!   status code read from the response headers or trailers (streaming responses included);
+//!   a call dropped before its status (the client went away) ends with code 1, `CANCELLED`.
 //! - Both layers run lens-span's span lifecycle, shared with lens-axum and lens-reqwest, with
 //!   the same knobs under the same names (`with_tracer`, `with_propagator`,
 //!   `with_global_propagator`, `with_inbound_policy` / `with_outbound_policy`, `with_filter`,

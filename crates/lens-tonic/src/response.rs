@@ -83,6 +83,13 @@ impl CallEnd {
         }
     }
 
+    /// A call dropped before its status (the client went away, or stopped reading): what the
+    /// client sees is `CANCELLED`, classified for the side (an error for a client by default,
+    /// not for a server).
+    fn cancelled(&self, span: LiveSpan) {
+        self.finish(span, Code::Cancelled, &HeaderMap::new());
+    }
+
     /// A call that ended without a status: a client's error.
     fn no_status(&self, span: LiveSpan) {
         match self.side {
@@ -111,22 +118,37 @@ impl BodyEnd for CallEnd {
     fn end_of_stream(&self, span: LiveSpan) {
         self.no_status(span);
     }
+
+    fn dropped(&self, span: LiveSpan) {
+        self.cancelled(span);
+    }
 }
 
 /// A response body that reads `grpc-status` from the trailers and then ends the call's span.
 ///
-/// The span also ends when the body ends without trailers, fails, or is dropped early.
+/// The span also ends when the body ends without trailers, fails, or is dropped early (status
+/// `CANCELLED`: the stream was reset before its status).
 pub type ResponseBody<B> = TracedBody<B, CallEnd>;
 
 pin_project! {
     /// The response future of [`crate::ClientService`] and [`crate::ServerService`]: resolves to
     /// the inner response with a [`ResponseBody`] that ends the span when the status arrives.
-    /// Dropped before the response (the call cancelled), it ends the span.
+    /// Dropped before the response (the call cancelled), it ends the span with status
+    /// `CANCELLED`.
     pub struct ResponseFuture<F> {
         #[pin]
         inner: F,
         span: Option<LiveSpan>,
         end: Option<CallEnd>,
+    }
+
+    impl<F> PinnedDrop for ResponseFuture<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if let (Some(span), Some(end)) = (this.span.take(), this.end.as_ref()) {
+                end.cancelled(span);
+            }
+        }
     }
 }
 

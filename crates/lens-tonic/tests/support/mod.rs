@@ -22,6 +22,9 @@ pub const SERVICE: &str = "lens.test.Echo";
 pub const ECHO: &str = "/lens.test.Echo/Echo";
 pub const STREAM: &str = "/lens.test.Echo/Stream";
 
+/// Woken when a handler asked to `hold` has started (a test then cancels the call).
+pub static HOLDING: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// What the handler saw: its message, the trace id and span id current in the handler, and the
@@ -38,7 +41,8 @@ pub fn describe_current(message: &str) -> String {
     )
 }
 
-/// `status:N` answers with code N (trailers-only); anything else echoes with what the handler saw.
+/// `status:N` answers with code N (trailers-only); `hold` never answers (after waking
+/// [`HOLDING`]); anything else echoes with what the handler saw.
 #[derive(Clone)]
 struct Echo;
 
@@ -50,6 +54,10 @@ impl UnaryService<String> for Echo {
         let message = request.into_inner();
         let seen = describe_current(&message);
         Box::pin(async move {
+            if message == "hold" {
+                HOLDING.notify_one();
+                std::future::pending::<()>().await;
+            }
             match message.strip_prefix("status:") {
                 Some(code) => Err(Status::new(
                     Code::from_i32(code.parse().unwrap_or(2)),
@@ -63,6 +71,7 @@ impl UnaryService<String> for Echo {
 
 /// `items:K;status:N`: K messages, then code N in the trailers (N = 0: OK).
 /// `early:N`: fails with code N before any message (trailers-only).
+/// `items:K;hold`: K messages, then the stream stays open.
 #[derive(Clone)]
 struct Streamer;
 
@@ -81,6 +90,19 @@ impl ServerStreamingService<String> for Streamer {
                     Code::from_i32(code.parse().unwrap_or(2)),
                     "early",
                 ));
+            }
+            if let Some(items) = message
+                .strip_prefix("items:")
+                .and_then(|m| m.strip_suffix(";hold"))
+            {
+                let items: Vec<Result<String, Status>> = (0..items.parse().unwrap_or(0))
+                    .map(|i| Ok(describe_current(&format!("item{i}"))))
+                    .collect();
+                let stream: ItemStream = Box::pin(tokio_stream::StreamExt::chain(
+                    tokio_stream::iter(items),
+                    tokio_stream::pending(),
+                ));
+                return Ok(Response::new(stream));
             }
             let (items, code) = message
                 .split_once(';')
