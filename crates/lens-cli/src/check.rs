@@ -110,7 +110,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
         if i > 0 && !args.json.json {
             out.push('\n');
         }
-        print_trace(&assembler, id, output, &mut out);
+        print_trace(&assembler, id, output, false, &mut out);
         findings.extend(doctor.diagnose(&assembler, id));
     }
     let found = findings.len();

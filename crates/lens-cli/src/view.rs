@@ -207,12 +207,22 @@ pub(crate) enum Output {
 }
 
 /// Trace `id` held by `assembler`, printed as `output` into `out`: the waterfall (links into
-/// other held traces resolved by name) or one JSON line. Nothing when the trace is not held.
-pub(crate) fn print_trace(assembler: &Assembler, id: TraceId, output: Output, out: &mut String) {
+/// other held traces resolved by name) or one JSON line, marked partial when the assembler
+/// dropped spans of it, and cut short when `cut_short` (shown at a stop, before its quiet
+/// window passed). Nothing when the trace is not held.
+pub(crate) fn print_trace(
+    assembler: &Assembler,
+    id: TraceId,
+    output: Output,
+    cut_short: bool,
+    out: &mut String,
+) {
     let Some(entry) = assembler.trace(&id) else {
         return;
     };
-    let layout = render::layout(id, entry.spans.iter().collect());
+    let mut layout = render::layout(id, entry.spans.iter().collect());
+    layout.lost_spans = entry.lost_spans;
+    layout.cut_short = cut_short;
     match output {
         Output::Json => {
             out.push_str(&render::json::trace(&layout).to_string());
@@ -301,7 +311,8 @@ impl std::fmt::Display for FindingCounts {
     }
 }
 
-/// The status line: spans received, traces, services, rejected, evicted (never silent).
+/// The status line: spans received, traces, services, rejected, evicted, and every span
+/// dropped by its reason (never silent).
 pub(crate) fn status_line(stats: &Stats) -> String {
     let mut line = format!(
         "{} spans received, {} traces ({} complete), {} services, {} rejected, {} traces evicted ({} spans)",
@@ -313,10 +324,50 @@ pub(crate) fn status_line(stats: &Stats) -> String {
         stats.evicted_traces,
         stats.evicted_spans,
     );
+    if stats.evicted_open_traces > 0 {
+        line.push_str(&format!(
+            ", {} of them open ({} spans never shown)",
+            stats.evicted_open_traces, stats.dropped_evicted
+        ));
+    }
+    if stats.dropped_late > 0 {
+        line.push_str(&format!(
+            ", {} later spans of evicted traces dropped",
+            stats.dropped_late
+        ));
+    }
     if stats.dropped_spans > 0 {
         line.push_str(&format!(
             ", {} spans dropped over the per-trace limit",
             stats.dropped_spans
+        ));
+    }
+    line
+}
+
+/// The account of every span received, for the end of a run: `received = shown + held + dropped
+/// by reason` (and `saved`, when given, next to `received`).
+pub(crate) fn span_account(stats: &Stats, saved: Option<u64>) -> String {
+    let mut line = format!("{} spans received", stats.spans_received);
+    if let Some(saved) = saved {
+        line.push_str(&format!(", {saved} saved"));
+    }
+    line.push_str(&format!(": {} shown", stats.spans_shown));
+    if stats.spans_open > 0 {
+        line.push_str(&format!(", {} held open", stats.spans_open));
+    }
+    line.push_str(&format!(
+        ", {} dropped ({} in traces evicted while open, {} arriving after their trace was evicted, \
+{} over the per-trace limit)",
+        stats.dropped(),
+        stats.dropped_evicted,
+        stats.dropped_late,
+        stats.dropped_spans
+    ));
+    if stats.spans_rejected > 0 {
+        line.push_str(&format!(
+            "; {} more rejected by the decoder",
+            stats.spans_rejected
         ));
     }
     line

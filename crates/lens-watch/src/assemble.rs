@@ -1,6 +1,12 @@
 //! Spans to traces: grouped by trace id as they arrive, a trace complete once it has seen no new
 //! span for a quiet window (a late span reopens it), memory bounded by whole-trace eviction.
 //!
+//! The bounds are honest: a trace evicted is remembered by its id (a bounded set), so that its
+//! later spans are dropped and counted instead of starting a fragment that would later look
+//! whole; eviction takes traces already complete (and shown) before open ones, oldest first; a
+//! trace that lost a span to a bound says so ([`TraceEntry::is_partial`]); and every span
+//! received is accounted for exactly once in [`Stats`] (see [`Stats::unaccounted`]).
+//!
 //! The clock is driven: every call takes `now`, nothing reads the time or sleeps, so tests (and
 //! replays of a file, where the quiet window is moot) decide when time passes.
 
@@ -16,13 +22,19 @@ pub struct Config {
     /// A trace is complete once it has received no span for this long (default 2 s, the
     /// Collector's `groupbytrace` wait).
     pub quiet_for: Duration,
-    /// The most traces kept, open or complete (default 10,000); the oldest whole traces go first.
+    /// The most traces kept, open or complete (default 10,000); whole traces beyond it are
+    /// evicted, complete ones first, oldest first.
     pub max_traces: usize,
     /// The most spans kept for one trace (default 10,000); later spans of that trace are
-    /// dropped and counted.
+    /// dropped and counted, and the trace is marked partial.
     pub max_spans_per_trace: usize,
-    /// The most spans kept in all (default 1,000,000); the oldest whole traces go first.
+    /// The most spans kept in all (default 1,000,000); whole traces beyond it are evicted,
+    /// complete ones first, oldest first.
     pub max_spans: usize,
+    /// The most ids of evicted traces remembered (default 100,000, about 5 MB when full), so
+    /// that their later spans are dropped instead of starting a fragment; the oldest ids beyond
+    /// it are forgotten (and counted: [`Stats::evicted_ids_forgotten`]).
+    pub max_evicted_ids: usize,
 }
 
 impl Default for Config {
@@ -32,16 +44,21 @@ impl Default for Config {
             max_traces: 10_000,
             max_spans_per_trace: 10_000,
             max_spans: 1_000_000,
+            max_evicted_ids: 100_000,
         }
     }
 }
 
-/// What an [`Assembler`] has seen; nothing it drops goes uncounted.
+/// What an [`Assembler`] has seen; nothing it drops goes uncounted. Every span received is, at
+/// any time, exactly one of: shown (part of a trace when it completed), held and not yet shown,
+/// or dropped for one reason ([`Stats::unaccounted`] checks it).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
-    /// Spans accepted.
+    /// Spans given to the assembler (kept or dropped).
     pub spans_received: u64,
-    /// Spans rejected by the decoder (see [`Assembler::count_rejected`]).
+    /// Spans rejected by the decoder (see [`Assembler::count_rejected`]); not in
+    /// `spans_received`.
     pub spans_rejected: u64,
     /// Traces held now.
     pub traces: usize,
@@ -49,14 +66,46 @@ pub struct Stats {
     pub spans: usize,
     /// Distinct services seen (counted up to 100,000).
     pub services: usize,
-    /// Traces that have completed (a reopened trace counts again).
+    /// Traces that have completed, each counted once (a trace reopened by late spans and
+    /// completed again is not counted again).
     pub traces_completed: u64,
-    /// Whole traces evicted to stay within the bounds.
+    /// Spans that were part of a trace when it completed (each counted once).
+    pub spans_shown: u64,
+    /// Spans held that have not been part of a completed trace yet.
+    pub spans_open: u64,
+    /// Whole traces evicted to stay within the bounds (each counted once).
     pub evicted_traces: u64,
-    /// The spans of those traces.
+    /// The spans those traces held when evicted.
     pub evicted_spans: u64,
+    /// Of the evicted traces, those evicted while open (not complete).
+    pub evicted_open_traces: u64,
+    /// Spans dropped with an evicted trace before they were ever shown.
+    pub dropped_evicted: u64,
+    /// Spans that arrived after their trace had been evicted, dropped.
+    pub dropped_late: u64,
     /// Spans dropped because their trace had [`Config::max_spans_per_trace`] spans.
     pub dropped_spans: u64,
+    /// Ids of evicted traces remembered now.
+    pub evicted_ids: usize,
+    /// Ids of evicted traces forgotten to stay within [`Config::max_evicted_ids`] (a later
+    /// span of one of those traces starts a new, partial-looking trace).
+    pub evicted_ids_forgotten: u64,
+}
+
+impl Stats {
+    /// Spans dropped, all reasons together (not counting rejected ones).
+    pub fn dropped(&self) -> u64 {
+        self.dropped_evicted + self.dropped_late + self.dropped_spans
+    }
+
+    /// Spans received that are neither shown, held open nor dropped: always 0 (a check for
+    /// tests and for the status).
+    pub fn unaccounted(&self) -> i128 {
+        i128::from(self.spans_received)
+            - i128::from(self.spans_shown)
+            - i128::from(self.spans_open)
+            - i128::from(self.dropped())
+    }
 }
 
 const MAX_SERVICES_COUNTED: usize = 100_000;
@@ -74,10 +123,23 @@ pub struct TraceEntry {
     pub first_seen: Instant,
     /// When its latest span arrived.
     pub last_seen: Instant,
+    /// Spans of this trace dropped by a bound ([`Config::max_spans_per_trace`]): when
+    /// non-zero the trace is partial.
+    pub lost_spans: u64,
+    /// Spans already counted as shown (those it held at its latest completion).
+    shown: usize,
     /// Arrival order of the trace (for eviction, oldest first).
     seq: u64,
     /// Bumped by every arrival; a quiet-window entry with an older one is stale.
     generation: u64,
+}
+
+impl TraceEntry {
+    /// Whether the trace lost any span to a bound: what is held is not the whole trace, and
+    /// what is missing says nothing about how the trace was propagated.
+    pub fn is_partial(&self) -> bool {
+        self.lost_spans > 0
+    }
 }
 
 /// Groups spans by trace, bounded; see the module docs.
@@ -87,8 +149,14 @@ pub struct Assembler {
     traces: HashMap<TraceId, TraceEntry>,
     /// (arrival seq, trace) oldest first; entries of evicted traces are skipped lazily.
     age: VecDeque<(u64, TraceId)>,
+    /// (completions, trace) in order of completion: the first candidates for eviction; stale
+    /// entries (reopened, or completed again since) are skipped lazily.
+    done: VecDeque<(u32, TraceId)>,
     /// (last arrival, trace, generation) in arrival order: the quiet-window deadlines.
     quiet: VecDeque<(Instant, TraceId, u64)>,
+    /// Ids of evicted traces, oldest first in `evicted_order`.
+    evicted: HashSet<TraceId>,
+    evicted_order: VecDeque<TraceId>,
     services: HashSet<Arc<str>>,
     stats: Stats,
     next_seq: u64,
@@ -101,11 +169,15 @@ impl Assembler {
         config.max_traces = config.max_traces.max(1);
         config.max_spans_per_trace = config.max_spans_per_trace.max(1);
         config.max_spans = config.max_spans.max(1);
+        config.max_evicted_ids = config.max_evicted_ids.max(1);
         Assembler {
             config,
             traces: HashMap::new(),
             age: VecDeque::new(),
+            done: VecDeque::new(),
             quiet: VecDeque::new(),
+            evicted: HashSet::new(),
+            evicted_order: VecDeque::new(),
             services: HashSet::new(),
             stats: Stats::default(),
             next_seq: 0,
@@ -123,6 +195,7 @@ impl Assembler {
         Stats {
             traces: self.traces.len(),
             services: self.services.len(),
+            evicted_ids: self.evicted.len(),
             ..self.stats.clone()
         }
     }
@@ -149,7 +222,8 @@ impl Assembler {
         now
     }
 
-    /// Adds spans that arrived at `now`. A span of a complete trace reopens it.
+    /// Adds spans that arrived at `now`. A span of a complete trace reopens it; a span of a
+    /// trace evicted before is dropped (and counted).
     pub fn insert(&mut self, spans: impl IntoIterator<Item = Span>, now: Instant) {
         let now = self.clock(now);
         for span in spans {
@@ -159,9 +233,14 @@ impl Assembler {
 
     fn insert_one(&mut self, span: Span, now: Instant) {
         let id = span.trace_id;
+        self.stats.spans_received += 1;
         if !self.traces.contains_key(&id) {
+            if self.evicted.contains(&id) {
+                self.stats.dropped_late += 1;
+                return;
+            }
             while self.traces.len() >= self.config.max_traces {
-                if !self.evict_oldest() {
+                if !self.evict_except(None) {
                     break;
                 }
             }
@@ -176,22 +255,23 @@ impl Assembler {
                     completions: 0,
                     first_seen: now,
                     last_seen: now,
+                    lost_spans: 0,
+                    shown: 0,
                     seq,
                     generation: 0,
                 },
             );
         }
-        let full = self
-            .traces
-            .get(&id)
-            .is_some_and(|t| t.spans.len() >= self.config.max_spans_per_trace);
-        if full {
+        if let Some(entry) = self.traces.get_mut(&id)
+            && entry.spans.len() >= self.config.max_spans_per_trace
+        {
+            entry.lost_spans += 1;
             self.stats.dropped_spans += 1;
             return;
         }
-        // Room for one more span in all: evict other (older) traces, never this one.
+        // Room for one more span in all: evict other traces, never this one.
         while self.stats.spans >= self.config.max_spans {
-            if !self.evict_oldest_except(Some(id)) {
+            if !self.evict_except(Some(id)) {
                 break;
             }
         }
@@ -211,38 +291,110 @@ impl Assembler {
             self.quiet.push_back((now, id, entry.generation));
         }
         self.stats.spans += 1;
-        self.stats.spans_received += 1;
+        self.stats.spans_open += 1;
     }
 
-    fn evict_oldest(&mut self) -> bool {
-        self.evict_oldest_except(None)
-    }
-
-    /// Evicts the oldest whole trace (not `keep`); `false` when there is none to evict.
-    fn evict_oldest_except(&mut self, keep: Option<TraceId>) -> bool {
+    /// Evicts one whole trace other than `keep`: the one that completed longest ago, else
+    /// (none complete) the oldest open one; `false` when there is none to evict.
+    fn evict_except(&mut self, keep: Option<TraceId>) -> bool {
         let mut kept = None;
-        let mut evicted = false;
-        while let Some((seq, id)) = self.age.pop_front() {
-            let live = self.traces.get(&id).is_some_and(|t| t.seq == seq);
+        let mut victim = None;
+        while let Some((completions, id)) = self.done.pop_front() {
+            let live = self
+                .traces
+                .get(&id)
+                .is_some_and(|t| t.complete && t.completions == completions);
             if !live {
                 continue;
             }
             if Some(id) == keep {
-                kept = Some((seq, id));
+                kept = Some((completions, id));
                 continue;
             }
-            if let Some(entry) = self.traces.remove(&id) {
-                self.stats.evicted_traces += 1;
-                self.stats.evicted_spans += entry.spans.len() as u64;
-                self.stats.spans -= entry.spans.len();
-            }
-            evicted = true;
+            victim = Some(id);
             break;
         }
         if let Some(k) = kept {
-            self.age.push_front(k);
+            self.done.push_front(k);
         }
-        evicted
+        if victim.is_none() {
+            let mut kept = None;
+            while let Some((seq, id)) = self.age.pop_front() {
+                let live = self.traces.get(&id).is_some_and(|t| t.seq == seq);
+                if !live {
+                    continue;
+                }
+                if Some(id) == keep {
+                    kept = Some((seq, id));
+                    continue;
+                }
+                victim = Some(id);
+                break;
+            }
+            if let Some(k) = kept {
+                self.age.push_front(k);
+            }
+        }
+        let Some(id) = victim else {
+            return false;
+        };
+        if let Some(entry) = self.traces.remove(&id) {
+            let held = entry.spans.len();
+            let unshown = (held - entry.shown.min(held)) as u64;
+            self.stats.evicted_traces += 1;
+            self.stats.evicted_spans += held as u64;
+            self.stats.spans -= held;
+            self.stats.spans_open -= unshown;
+            self.stats.dropped_evicted += unshown;
+            if !entry.complete {
+                self.stats.evicted_open_traces += 1;
+            }
+            self.remember_evicted(id);
+        }
+        true
+    }
+
+    fn remember_evicted(&mut self, id: TraceId) {
+        if self.evicted.insert(id) {
+            self.evicted_order.push_back(id);
+        }
+        while self.evicted_order.len() > self.config.max_evicted_ids {
+            if let Some(old) = self.evicted_order.pop_front() {
+                self.evicted.remove(&old);
+                self.stats.evicted_ids_forgotten += 1;
+            }
+        }
+    }
+
+    /// Marks trace `id` complete (once per completion) and counts what it shows.
+    fn complete(&mut self, id: TraceId) -> bool {
+        let Some(entry) = self.traces.get_mut(&id) else {
+            return false;
+        };
+        if entry.complete {
+            return false;
+        }
+        entry.complete = true;
+        if entry.completions == 0 {
+            self.stats.traces_completed += 1;
+        }
+        entry.completions += 1;
+        let newly = entry.spans.len() - entry.shown.min(entry.spans.len());
+        entry.shown = entry.spans.len();
+        self.stats.spans_shown += newly as u64;
+        self.stats.spans_open -= newly as u64;
+        self.done.push_back((entry.completions, id));
+        // Stale entries (reopened traces) are skipped at the front; compact when they pile up
+        // behind a live front.
+        if self.done.len() > 2 * self.traces.len() + 64 {
+            let traces = &self.traces;
+            self.done.retain(|(completions, id)| {
+                traces
+                    .get(id)
+                    .is_some_and(|t| t.complete && t.completions == *completions)
+            });
+        }
+        true
     }
 
     /// The traces that have become complete by `now` (quiet for the window since their last
@@ -255,20 +407,19 @@ impl Assembler {
                 break;
             }
             self.quiet.pop_front();
-            if let Some(entry) = self.traces.get_mut(&id)
-                && entry.generation == generation
-                && !entry.complete
-            {
-                entry.complete = true;
-                entry.completions += 1;
-                self.stats.traces_completed += 1;
+            let current = self
+                .traces
+                .get(&id)
+                .is_some_and(|t| t.generation == generation);
+            if current && self.complete(id) {
                 done.push(id);
             }
         }
         done
     }
 
-    /// Completes every open trace now, whatever the window (the end of a file, or shutdown).
+    /// Completes every open trace now, whatever the window (the end of a file, or shutdown),
+    /// in arrival order.
     pub fn flush(&mut self) -> Vec<TraceId> {
         let mut open: Vec<(u64, TraceId)> = self
             .traces
@@ -278,14 +429,10 @@ impl Assembler {
             .collect();
         open.sort_unstable();
         self.quiet.clear();
-        for (_, id) in &open {
-            if let Some(entry) = self.traces.get_mut(id) {
-                entry.complete = true;
-                entry.completions += 1;
-                self.stats.traces_completed += 1;
-            }
-        }
-        open.into_iter().map(|(_, id)| id).collect()
+        open.into_iter()
+            .map(|(_, id)| id)
+            .filter(|id| self.complete(*id))
+            .collect()
     }
 
     /// When the next trace can complete, if any is open (for a caller's timer).
@@ -309,6 +456,7 @@ mod tests {
             max_traces,
             max_spans_per_trace: 3,
             max_spans: 100,
+            max_evicted_ids: 1_000,
         }
     }
 
@@ -333,7 +481,10 @@ mod tests {
         assert_eq!(a.poll(t0 + Duration::from_secs(13)), done);
         let entry = a.trace(&done[0]).unwrap();
         assert_eq!((entry.spans.len(), entry.completions), (3, 2));
-        assert_eq!(a.stats().traces_completed, 2);
+        // Counted once, however often it completes; each span shown once.
+        let stats = a.stats();
+        assert_eq!((stats.traces_completed, stats.spans_shown), (1, 3));
+        assert_eq!(stats.unaccounted(), 0);
     }
 
     #[test]
@@ -405,5 +556,158 @@ mod tests {
         a.insert([span(2, 1, None)], t0 - Duration::from_secs(50));
         assert!(a.poll(t0 + Duration::from_secs(1)).is_empty());
         assert_eq!(a.poll(t0 + Duration::from_secs(2)).len(), 2);
+    }
+
+    #[test]
+    fn a_trace_evicted_while_open_drops_its_later_spans_instead_of_starting_a_fragment() {
+        let t0 = Instant::now();
+        let mut a = Assembler::new(config(1));
+        a.insert([span(1, 1, None)], t0);
+        // Trace 2 evicts the open trace 1.
+        a.insert([span(2, 1, None)], t0);
+        // Trace 1's later spans: dropped and counted, no fragment of trace 1 appears.
+        a.insert([span(1, 2, Some(1)), span(1, 3, Some(1))], t0);
+        assert!(a.trace(&span(1, 1, None).trace_id).is_none());
+        let stats = a.stats();
+        assert_eq!(
+            (stats.evicted_traces, stats.evicted_open_traces, stats.evicted_ids),
+            (1, 1, 1)
+        );
+        assert_eq!((stats.dropped_evicted, stats.dropped_late), (1, 2));
+        assert_eq!(stats.spans_received, 4);
+        assert_eq!(stats.unaccounted(), 0);
+        // Only trace 2 ever completes.
+        assert_eq!(
+            a.poll(t0 + Duration::from_secs(5)),
+            [span(2, 1, None).trace_id]
+        );
+    }
+
+    #[test]
+    fn eviction_takes_complete_traces_before_open_ones() {
+        let t0 = Instant::now();
+        let mut a = Assembler::new(config(2));
+        a.insert([span(1, 1, None)], t0);
+        a.insert([span(2, 1, None)], t0 + Duration::from_secs(5));
+        // Trace 2 completes (its window passed), trace 1 ... also: reopen 1 so it is open.
+        assert_eq!(a.poll(t0 + Duration::from_secs(8)).len(), 2);
+        a.insert([span(1, 2, Some(1))], t0 + Duration::from_secs(9));
+        // Trace 1 is older but open: the complete trace 2 goes.
+        a.insert([span(3, 1, None)], t0 + Duration::from_secs(9));
+        assert!(a.trace(&span(1, 1, None).trace_id).is_some());
+        assert!(a.trace(&span(2, 1, None).trace_id).is_none());
+        let stats = a.stats();
+        assert_eq!((stats.evicted_traces, stats.evicted_open_traces), (1, 0));
+        // Its span had been shown: nothing dropped.
+        assert_eq!((stats.dropped(), stats.spans_shown), (0, 2));
+        assert_eq!(stats.unaccounted(), 0);
+        // With no complete trace left, the oldest open one goes.
+        a.insert([span(4, 1, None)], t0 + Duration::from_secs(9));
+        assert!(a.trace(&span(1, 1, None).trace_id).is_none());
+        let stats = a.stats();
+        assert_eq!((stats.evicted_traces, stats.evicted_open_traces), (2, 1));
+        // Of trace 1's two spans, the first was shown, the second dropped with it.
+        assert_eq!(stats.dropped_evicted, 1);
+        assert_eq!(stats.unaccounted(), 0);
+    }
+
+    #[test]
+    fn a_trace_over_the_per_trace_cap_is_partial() {
+        let t0 = Instant::now();
+        let mut a = Assembler::new(config(10));
+        a.insert((1..=3).map(|s| span(1, s, None)), t0);
+        let id = span(1, 1, None).trace_id;
+        assert!(!a.trace(&id).unwrap().is_partial());
+        a.insert([span(1, 4, None)], t0);
+        let entry = a.trace(&id).unwrap();
+        assert!(entry.is_partial());
+        assert_eq!(entry.lost_spans, 1);
+        assert_eq!(a.stats().unaccounted(), 0);
+    }
+
+    #[test]
+    fn forgotten_ids_of_evicted_traces_are_counted() {
+        let t0 = Instant::now();
+        let mut a = Assembler::new(Config {
+            max_evicted_ids: 2,
+            ..config(1)
+        });
+        for t in 1..=5 {
+            a.insert([span(t, 1, None)], t0);
+        }
+        let stats = a.stats();
+        assert_eq!(
+            (stats.evicted_traces, stats.evicted_ids, stats.evicted_ids_forgotten),
+            (4, 2, 2)
+        );
+        // Trace 3 is still remembered; trace 1 is not (its span starts a trace again).
+        a.insert([span(3, 2, None)], t0);
+        assert_eq!(a.stats().dropped_late, 1);
+    }
+
+    /// Like `lens demo --otlp` into a small `--max-traces`: every service exports the spans of
+    /// every trace in one batch, so all traces are open at once, far over the bound; batches
+    /// of different senders interleave, and time passes between them.
+    #[test]
+    fn interleaved_batches_over_the_bound_never_complete_a_fragment() {
+        const TRACES: u64 = 300;
+        const SERVICES: u8 = 6;
+        for max_traces in [1, 7, 50, 120, 299, 300, 1000] {
+            let t0 = Instant::now();
+            let mut a = Assembler::new(Config {
+                max_traces,
+                max_spans_per_trace: 100,
+                max_spans: 1_000_000,
+                ..config(max_traces)
+            });
+            let mut completed: HashMap<TraceId, usize> = HashMap::new();
+            let mut check = |a: &mut Assembler, ids: Vec<TraceId>| {
+                for id in ids {
+                    let entry = a.trace(&id).unwrap();
+                    assert!(
+                        entry.spans.len() == SERVICES as usize || entry.is_partial(),
+                        "max_traces {max_traces}: trace completed with {} of {SERVICES} spans",
+                        entry.spans.len()
+                    );
+                    *completed.entry(id).or_default() += 1;
+                }
+                assert_eq!(a.stats().unaccounted(), 0);
+            };
+            let mut at = t0;
+            // Two senders, each with its traces (sender 0: even, 1: odd), service by service.
+            for service in 1..=SERVICES {
+                for sender in 0..2 {
+                    let batch: Vec<Span> = (0..TRACES)
+                        .filter(|t| t % 2 == sender)
+                        .map(|t| {
+                            let mut s = span(1, service, (service > 1).then_some(1));
+                            s.trace_id.0[..8].copy_from_slice(&(t + 1).to_be_bytes());
+                            s
+                        })
+                        .collect();
+                    a.insert(batch, at);
+                    at += Duration::from_millis(300);
+                    let done = a.poll(at);
+                    check(&mut a, done);
+                }
+            }
+            let done = a.poll(at + Duration::from_secs(2));
+            check(&mut a, done);
+            let stats = a.stats();
+            assert_eq!(stats.spans_received, TRACES * u64::from(SERVICES));
+            assert_eq!(stats.unaccounted(), 0);
+            assert_eq!(stats.spans_open, 0, "max_traces {max_traces}: {stats:?}");
+            // Each trace counted once: completed, or evicted while open, never both twice.
+            assert_eq!(stats.traces_completed, completed.len() as u64);
+            assert!(completed.values().all(|n| *n == 1));
+            assert_eq!(
+                stats.traces_completed + stats.evicted_open_traces,
+                TRACES,
+                "max_traces {max_traces}: {stats:?}"
+            );
+            if max_traces >= TRACES as usize {
+                assert_eq!(stats.dropped(), 0);
+            }
+        }
     }
 }

@@ -40,15 +40,14 @@ fn check(batch: &Batch) {
     let t0 = Instant::now();
     assembler.insert(batch.spans.iter().cloned(), t0);
     let stats = assembler.stats();
-    assert_eq!(
-        stats.spans_received,
-        batch.spans.len() as u64 - stats.dropped_spans
-    );
+    assert_eq!(stats.spans_received, batch.spans.len() as u64);
+    assert_eq!(stats.unaccounted(), 0, "every span shown, held or dropped");
     for id in assembler.poll(t0 + Duration::from_secs(3)) {
         let Some(entry) = assembler.trace(&id) else {
             continue;
         };
-        let layout = render::layout(id, entry.spans.iter().collect());
+        let mut layout = render::layout(id, entry.spans.iter().collect());
+        layout.lost_spans = entry.lost_spans;
         assert_eq!(layout.rows.len(), entry.spans.len(), "every span shown once");
         let index = render::index(&entry.spans);
         let mut out = String::new();
@@ -56,6 +55,7 @@ fn check(batch: &Batch) {
         render::html::section(&mut out, &layout, &index, render::HopNames::default());
         let _ = render::json::trace(&layout).to_string();
     }
+    assert_eq!(assembler.stats().unaccounted(), 0);
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -325,7 +325,7 @@ async fn run(options: &Options) -> bool {
             if i > 0 {
                 out.push('\n');
             }
-            print_trace(&assembler, *id, output, &mut out);
+            print_trace(&assembler, *id, output, false, &mut out);
         }
     } else {
         let mut complete_count = 0;

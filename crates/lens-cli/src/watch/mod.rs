@@ -17,10 +17,13 @@ use std::time::{Duration, Instant};
 use lens_watch::assemble::{Assembler, Config};
 use lens_watch::decode::Batch;
 use lens_watch::diagnose::{Doctor, DoctorConfig, Finding, Severity};
+use lens_watch::model::TraceId;
 use lens_watch::receive;
 use tokio::sync::mpsc;
 
-use crate::view::{ColourFlag, FindingCounts, Output, print_findings, print_trace, status_line};
+use crate::view::{
+    ColourFlag, FindingCounts, Output, print_findings, print_trace, span_account, status_line,
+};
 
 mod page;
 
@@ -36,8 +39,15 @@ line on standard error, each followed by the propagation doctor's findings on it
 any SDK at it: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 (or :4317 with \
 OTEL_EXPORTER_OTLP_PROTOCOL=grpc); `lens demo --otlp http://127.0.0.1:4318` sends it a trace.",
     mut_arg("json", |a| a.help("Print one JSON object per completed trace (a line each) instead of the waterfall")),
-    after_help = "Exit status: 0 stopped (Ctrl-C), 1 the --save file could not be written, 2 usage \
-error or an address that cannot be listened on."
+    after_help = "Ctrl-C (SIGINT) or SIGTERM stops it without losing what it acknowledged: new \
+exports are answered \"unavailable\" (exporters retry them), every batch already accepted is \
+saved (--save) and shown, traces still open are shown marked as cut short, and a last line \
+accounts for every span received. A second Ctrl-C stops at once and says how many accepted \
+spans it left unwritten.
+
+Exit status: 0 stopped (Ctrl-C or SIGTERM), 1 the --save file could not be written, 2 usage \
+error or an address that cannot be listened on, 130 (143) a second Ctrl-C (SIGTERM) stopped it \
+at once."
 )]
 pub(crate) struct Args {
     /// The OTLP/gRPC address (port 0 picks a free port)
@@ -217,19 +227,33 @@ async fn run(
             return ExitCode::FAILURE;
         }
     };
+    let mut signals = match Signals::new() {
+        Ok(signals) => signals,
+        Err(e) => {
+            eprintln!("error: cannot listen for signals: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let max_traces = config.max_traces;
     let store = Store(Arc::new(Mutex::new(Assembler::new(config))), Arc::default());
-    let mut doctor = Doctor::new(DoctorConfig::default());
-    let mut counts = FindingCounts::default();
     let (sender, mut batches) = mpsc::channel::<Batch>(CHANNEL);
+    // The servers run until everything accepted has been saved and shown, answering
+    // "unavailable" (retryable) once the channel is closed, then stop gracefully.
+    let (stop_servers, servers_stop) = tokio::sync::watch::channel(false);
+    let until_stopped = |mut stop: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = stop.wait_for(|stopped| *stopped).await;
+    };
     let grpc_sender = sender.clone();
-    tokio::spawn(async move {
-        if let Err(e) = receive::grpc::serve(grpc, grpc_sender, std::future::pending()).await {
+    let grpc_stopped = until_stopped(servers_stop.clone());
+    let grpc_server = tokio::spawn(async move {
+        if let Err(e) = receive::grpc::serve(grpc, grpc_sender, grpc_stopped).await {
             eprintln!("error: the OTLP/gRPC receiver stopped: {e}");
         }
     });
     let router = receive::http::router(sender.clone()).merge(page::router(store.clone()));
-    tokio::spawn(async move {
-        if let Err(e) = receive::http::serve(http, router, std::future::pending()).await {
+    let http_stopped = until_stopped(servers_stop);
+    let http_server = tokio::spawn(async move {
+        if let Err(e) = receive::http::serve(http, router, http_stopped).await {
             eprintln!("error: the OTLP/HTTP receiver stopped: {e}");
         }
     });
@@ -238,11 +262,20 @@ async fn run(
         "lens watch: OTLP/gRPC on {grpc_addr}, OTLP/HTTP on http://{http_addr}/v1/traces, the page on http://{http_addr}/ (Ctrl-C to stop)"
     );
 
-    let tty = std::io::stderr().is_terminal();
-    let mut shown_status = String::new();
-    let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
+    let mut view = View {
+        store: store.clone(),
+        doctor: Doctor::new(DoctorConfig::default()),
+        counts: FindingCounts::default(),
+        output,
+        quiet,
+        tty: std::io::stderr().is_terminal(),
+        shown_status: String::new(),
+        max_traces,
+        warned_evicting_open: false,
+    };
+    let mut saved: u64 = 0;
     let mut code = ExitCode::SUCCESS;
-    loop {
+    let signal = loop {
         let deadline = store.lock().next_deadline();
         let sleep = async {
             match deadline {
@@ -250,52 +283,180 @@ async fn run(
                 None => std::future::pending().await,
             }
         };
-        let stop = tokio::select! {
+        tokio::select! {
             batch = batches.recv() => match batch {
                 Some(batch) => {
-                    if let Some((path, file)) = &mut save
-                        && let Err(e) = append(file, &batch)
-                    {
-                        eprintln!("error: cannot append to the --save file {}: {e}", path.display());
+                    if take(&mut save, &store, batch, &mut saved).is_err() {
                         code = ExitCode::FAILURE;
-                        true
-                    } else {
-                        let mut assembler = store.lock();
-                        assembler.count_rejected(batch.rejected);
-                        assembler.insert(batch.spans, Instant::now());
-                        false
+                        break None;
                     }
                 }
-                None => true,
+                None => break None,
             },
-            () = sleep => false,
-            _ = &mut ctrl_c => true,
-        };
+            () = sleep => {}
+            signal = signals.next() => break Some(signal),
+        }
+        let done = store.lock().poll(Instant::now());
+        if view.show(&done, false, false).is_err() {
+            return ExitCode::FAILURE;
+        }
+    };
+
+    if let Some(first) = signal {
+        // Stop accepting (new exports are answered "unavailable", which exporters retry), then
+        // save and assemble every batch already accepted: its sender was told "success".
+        batches.close();
+        loop {
+            tokio::select! {
+                biased;
+                again = signals.next() => {
+                    let mut left = 0;
+                    while let Ok(batch) = batches.try_recv() {
+                        left += batch.spans.len();
+                    }
+                    return stopped_at_once(&view, again, left);
+                }
+                batch = batches.recv() => match batch {
+                    Some(batch) => {
+                        if take(&mut save, &store, batch, &mut saved).is_err() {
+                            code = ExitCode::FAILURE;
+                            break;
+                        }
+                    }
+                    None => break,
+                },
+            }
+        }
+        // Traces whose quiet window has passed are shown as usual; the rest are cut short.
+        let done = store.lock().poll(Instant::now());
+        if view.show(&done, false, false).is_err() {
+            return ExitCode::FAILURE;
+        }
+        let open = store.lock().flush();
+        for chunk in open.chunks(64) {
+            tokio::select! {
+                biased;
+                again = signals.next() => return stopped_at_once(&view, again, 0),
+                () = std::future::ready(()) => {}
+            }
+            if view.show(chunk, true, false).is_err() {
+                return ExitCode::FAILURE;
+            }
+        }
+        if view.show(&[], false, true).is_err() {
+            return ExitCode::FAILURE;
+        }
+        let stats = store.lock().stats();
+        eprintln!(
+            "lens watch: stopped ({first}): {}",
+            span_account(&stats, save.is_some().then_some(saved))
+        );
+    } else {
+        let done = store.lock().flush();
+        if view.show(&done, false, true).is_err() {
+            return ExitCode::FAILURE;
+        }
+    }
+    let _ = stop_servers.send(true);
+    // In-flight answers (all "unavailable" by now) get a moment to go out.
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        let _ = grpc_server.await;
+        let _ = http_server.await;
+    })
+    .await;
+    code
+}
+
+/// Ends the run at a second signal: says what was accepted and is left unwritten.
+fn stopped_at_once(view: &View, signal: &str, left_in_channel: usize) -> ExitCode {
+    let stats = view.store.lock().stats();
+    if view.tty {
+        let _ = writeln!(std::io::stderr());
+    }
+    eprintln!(
+        "lens watch: stopped at once ({signal} again): {left_in_channel} accepted spans left \
+unwritten, {} spans of open traces not shown",
+        stats.spans_open
+    );
+    ExitCode::from(match signal {
+        "SIGTERM" => 128 + 15,
+        _ => 128 + 2,
+    })
+}
+
+/// Appends `batch` to the save file (if any; a failure is said and ends the run) and gives it
+/// to the assembler.
+fn take(
+    save: &mut Option<(PathBuf, BufWriter<File>)>,
+    store: &Store,
+    batch: Batch,
+    saved: &mut u64,
+) -> Result<(), ()> {
+    if let Some((path, file)) = save {
+        if let Err(e) = append(file, &batch) {
+            eprintln!(
+                "error: cannot append to the --save file {}: {e}",
+                path.display()
+            );
+            return Err(());
+        }
+        *saved += batch.spans.len() as u64;
+    }
+    let mut assembler = store.lock();
+    assembler.count_rejected(batch.rejected);
+    assembler.insert(batch.spans, Instant::now());
+    Ok(())
+}
+
+/// What the terminal shows: completed traces with their findings, the status line.
+struct View {
+    store: Store,
+    doctor: Doctor,
+    counts: FindingCounts,
+    output: Output,
+    quiet: bool,
+    tty: bool,
+    shown_status: String,
+    max_traces: usize,
+    warned_evicting_open: bool,
+}
+
+impl View {
+    /// Prints traces `done` (cut short: completed by a stop) and their findings, then the
+    /// status when it changed (always when `last`); `Err` when standard output is closed.
+    fn show(&mut self, done: &[TraceId], cut_short: bool, last: bool) -> Result<(), ()> {
         let mut out = String::new();
-        let status = {
-            let mut assembler = store.lock();
-            let done = if stop {
-                assembler.flush()
-            } else {
-                assembler.poll(Instant::now())
-            };
-            for id in &done {
-                print_trace(&assembler, *id, output, &mut out);
-                let findings = doctor.diagnose(&assembler, *id);
-                print_findings(&findings, output, quiet, &mut out);
-                counts.add(&findings, quiet);
-                store.add_findings(&findings, quiet);
-                if matches!(output, Output::Text { .. }) {
+        let (status, evicting_open) = {
+            let assembler = self.store.lock();
+            for id in done {
+                print_trace(&assembler, *id, self.output, cut_short, &mut out);
+                let findings = self.doctor.diagnose(&assembler, *id);
+                print_findings(&findings, self.output, self.quiet, &mut out);
+                self.counts.add(&findings, self.quiet);
+                self.store.add_findings(&findings, self.quiet);
+                if matches!(self.output, Output::Text { .. }) {
                     out.push('\n');
                 }
             }
-            format!("{}; {counts}", status_line(&assembler.stats()))
+            let stats = assembler.stats();
+            (
+                format!("{}; {}", status_line(&stats), self.counts),
+                stats.evicted_open_traces > 0,
+            )
         };
+        if evicting_open && !self.warned_evicting_open {
+            self.warned_evicting_open = true;
+            self.clear_status();
+            eprintln!(
+                "warning: lens watch is evicting traces that are still open: more than \
+--max-traces {} traces were open at once. Their spans are dropped and counted (never shown as \
+a fragment); raise --max-traces, or shorten the exporters' batch delay \
+(OTEL_BSP_SCHEDULE_DELAY) so that traces complete sooner (docs/watch.md, \"Sizing --max-traces\")",
+                self.max_traces
+            );
+        }
         if !out.is_empty() {
-            if tty && !shown_status.is_empty() {
-                let _ = write!(std::io::stderr(), "\r\x1b[K");
-                shown_status.clear();
-            }
+            self.clear_status();
             let mut stdout = std::io::stdout().lock();
             if stdout
                 .write_all(out.as_bytes())
@@ -303,24 +464,70 @@ async fn run(
                 .is_err()
             {
                 // Standard output closed (a pipe reader gone): nothing more to show.
-                return ExitCode::FAILURE;
+                return Err(());
             }
         }
-        if status != shown_status && (tty || !out.is_empty() || stop) {
+        if status != self.shown_status && (self.tty || !out.is_empty() || last) {
             // The status is for a person: a closed standard error must not stop the watch.
             let mut stderr = std::io::stderr().lock();
-            let _ = if tty {
+            let _ = if self.tty {
                 write!(stderr, "\r\x1b[K{status}")
             } else {
                 writeln!(stderr, "{status}")
             };
-            shown_status = status;
+            self.shown_status = status;
         }
-        if stop {
-            if tty {
-                let _ = writeln!(std::io::stderr());
+        if last && self.tty {
+            let _ = writeln!(std::io::stderr());
+        }
+        Ok(())
+    }
+
+    /// Clears the status line on a terminal, before other output.
+    fn clear_status(&mut self) {
+        if self.tty && !self.shown_status.is_empty() {
+            let _ = write!(std::io::stderr(), "\r\x1b[K");
+            self.shown_status.clear();
+        }
+    }
+}
+
+/// SIGINT (Ctrl-C) and, on Unix, SIGTERM (what containers and service managers send), each a
+/// stream that keeps a signal that arrives between two waits.
+struct Signals {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> std::io::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Signals {
+                interrupt: signal(SignalKind::interrupt())?,
+                terminate: signal(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Signals {})
+    }
+
+    /// The next signal's name.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.interrupt.recv() => "SIGINT",
+                _ = self.terminate.recv() => "SIGTERM",
             }
-            return code;
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "Ctrl-C"
         }
     }
 }

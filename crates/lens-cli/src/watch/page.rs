@@ -128,6 +128,8 @@ async fn list(State(store): State<Store>, Query(filter): Query<Filter>) -> Json<
                 "start_unix_nano": start,
                 "duration_ns": end - start,
                 "complete": entry.complete,
+                "partial": entry.is_partial(),
+                "lost_spans": entry.lost_spans,
                 "version": entry.spans.len() as u64 * 1000 + u64::from(entry.completions),
             }),
         ));
@@ -160,7 +162,8 @@ async fn trace(State(store): State<Store>, Path(id): Path<String>) -> Response {
         )
             .into_response();
     };
-    let layout = render::layout(id, entry.spans.iter().collect());
+    let mut layout = render::layout(id, entry.spans.iter().collect());
+    layout.lost_spans = entry.lost_spans;
     let index = render::index(&entry.spans);
     let mut out = String::new();
     render::html::section(&mut out, &layout, &index, HOP_NAMES);
@@ -191,5 +194,12 @@ async fn status(State(store): State<Store>) -> Json<Value> {
         "evicted_traces": stats.evicted_traces,
         "evicted_spans": stats.evicted_spans,
         "dropped_spans": stats.dropped_spans,
+        "spans_shown": stats.spans_shown,
+        "spans_open": stats.spans_open,
+        "evicted_open_traces": stats.evicted_open_traces,
+        "dropped_evicted": stats.dropped_evicted,
+        "dropped_late": stats.dropped_late,
+        "evicted_ids": stats.evicted_ids,
+        "evicted_ids_forgotten": stats.evicted_ids_forgotten,
     }))
 }

@@ -77,12 +77,17 @@ pub fn spans(traces: &[Layout<'_>]) -> Json {
     )
 }
 
-/// One trace as one JSON object: `trace_id`, `services` (in order of first appearance) and
-/// `spans` in tree order. `lens watch --json` prints one a line.
+/// One trace as one JSON object: `trace_id`, `services` (in order of first appearance),
+/// `partial` (spans of it were dropped by a bound: `lost_spans` of them), `cut_short` (shown
+/// before its quiet window passed, at a stop) and `spans` in tree order. `lens watch --json`
+/// prints one a line.
 pub fn trace(trace: &Layout<'_>) -> Json {
     json!({
         "trace_id": trace.trace_id.to_string(),
         "services": trace.services(),
+        "partial": trace.lost_spans > 0,
+        "lost_spans": trace.lost_spans,
+        "cut_short": trace.cut_short,
         "start_unix_nano": trace.start,
         "end_unix_nano": trace.end,
         "spans": trace.rows.iter().map(|r| span(r.span)).collect::<Vec<_>>(),
@@ -127,6 +132,11 @@ mod tests {
         assert_eq!(t["trace_id"], TRACE);
         assert_eq!(t["services"], json!(["client", "gateway"]));
         assert_eq!(t["spans"].as_array().unwrap().len(), 5);
+        assert_eq!((&t["partial"], &t["cut_short"]), (&json!(false), &json!(false)));
+        let mut layout = layouts(&spans).remove(0);
+        layout.lost_spans = 2;
+        let t = trace(&layout);
+        assert_eq!((&t["partial"], &t["lost_spans"]), (&json!(true), &json!(2)));
     }
 
     #[test]

@@ -36,6 +36,13 @@ pub struct Layout<'a> {
     pub start: u64,
     /// The latest end (not before `start`), in Unix nanoseconds.
     pub end: u64,
+    /// Spans of the trace dropped by a bound of the assembler
+    /// ([`TraceEntry::lost_spans`](crate::assemble::TraceEntry::lost_spans)); 0 from
+    /// [`layout`], set by whoever knows: when non-zero the trace is shown as partial.
+    pub lost_spans: u64,
+    /// Shown before its quiet window had passed, because the receiver stopped (`false` from
+    /// [`layout`]).
+    pub cut_short: bool,
 }
 
 /// What the summary line says about a trace.
@@ -56,12 +63,21 @@ pub struct Summary {
     pub links: usize,
     /// From the earliest start to the latest end.
     pub duration: Duration,
+    /// Spans dropped by a bound ([`Layout::lost_spans`]).
+    pub lost_spans: u64,
+    /// Shown before its quiet window had passed ([`Layout::cut_short`]).
+    pub cut_short: bool,
 }
 
 impl Summary {
     /// One root and every parent present.
     pub fn is_complete(&self) -> bool {
         self.roots == 1 && self.orphans == 0
+    }
+
+    /// Whether spans of the trace were dropped by a bound: what is shown is not all of it.
+    pub fn is_partial(&self) -> bool {
+        self.lost_spans > 0
     }
 
     /// Total context crossings.
@@ -181,6 +197,8 @@ pub fn layout(trace_id: TraceId, mut spans: Vec<&Span>) -> Layout<'_> {
         rows,
         start,
         end,
+        lost_spans: 0,
+        cut_short: false,
     }
 }
 
@@ -218,6 +236,8 @@ impl Layout<'_> {
             hops,
             links,
             duration: Duration::from_nanos(self.end - self.start),
+            lost_spans: self.lost_spans,
+            cut_short: self.cut_short,
         }
     }
 
@@ -288,18 +308,33 @@ pub fn span_duration(span: &Span) -> Duration {
 
 /// The summary line of a trace.
 pub fn summary_line(summary: &Summary) -> String {
+    let shape = if summary.is_partial() {
+        // What is missing was dropped here, not lost on the way: say so before the shape.
+        let mut shape = format!(
+            "PARTIAL ({} more spans dropped over the per-trace limit",
+            summary.lost_spans
+        );
+        if !summary.is_complete() {
+            let _ = write!(
+                shape,
+                "; {} roots, {} spans without their parent",
+                summary.roots, summary.orphans
+            );
+        }
+        shape.push(')');
+        shape
+    } else if summary.is_complete() {
+        "complete".to_owned()
+    } else {
+        format!(
+            "INCOMPLETE ({} roots, {} spans without their parent)",
+            summary.roots, summary.orphans
+        )
+    };
     let mut line = format!(
-        "trace {}: {} spans, {}, {}",
+        "trace {}: {} spans, {shape}, {}",
         summary.trace_id,
         summary.spans,
-        if summary.is_complete() {
-            "complete".to_owned()
-        } else {
-            format!(
-                "INCOMPLETE ({} roots, {} spans without their parent)",
-                summary.roots, summary.orphans
-            )
-        },
         format_duration(summary.duration)
     );
     let _ = write!(line, "; {} hops", summary.hop_count());
@@ -314,6 +349,9 @@ pub fn summary_line(summary: &Summary) -> String {
         line.push(')');
     }
     let _ = write!(line, "; {} links", summary.links);
+    if summary.cut_short {
+        line.push_str("; cut short by the stop (its quiet window had not passed)");
+    }
     line
 }
 
@@ -438,6 +476,23 @@ mod tests {
         let traces = layouts(&spans);
         let total: usize = traces.iter().map(|t| t.rows.len()).sum();
         assert_eq!(total, spans.len());
+    }
+
+    #[test]
+    fn a_partial_or_cut_short_trace_says_so_in_its_summary() {
+        let spans = sample();
+        let mut layout = layouts(&spans).remove(0);
+        layout.lost_spans = 3;
+        layout.cut_short = true;
+        let summary = layout.summary(HopNames::default());
+        assert!(summary.is_partial());
+        assert_eq!(
+            summary_line(&summary),
+            format!(
+                "trace {TRACE}: 5 spans, PARTIAL (3 more spans dropped over the per-trace limit), \
+1.0 ms; 1 hops (1 http); 1 links; cut short by the stop (its quiet window had not passed)"
+            )
+        );
     }
 
     #[test]
