@@ -53,6 +53,11 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     max_traces: u64,
 
+    /// The most spans held for one trace; later ones are dropped (and counted) and the trace is
+    /// marked partial
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    max_spans_per_trace: u64,
+
     #[command(flatten)]
     color: ColourFlag,
 }
@@ -88,6 +93,7 @@ enum CheckError {
 pub(crate) fn main(args: Args) -> ExitCode {
     let mut assembler = Assembler::new(Config {
         max_traces: usize::try_from(args.max_traces).unwrap_or(usize::MAX),
+        max_spans_per_trace: usize::try_from(args.max_spans_per_trace).unwrap_or(usize::MAX),
         ..Config::default()
     });
     for file in &args.files {

@@ -9,7 +9,7 @@ mod watch_support;
 use std::process::Stdio;
 
 use cli_support::{lens, lens_with_stdin};
-use serde_json::Value;
+use serde_json::{Value, json};
 use watch_support::{PATIENCE, Watch, command, demo_into, lines};
 
 fn check_demo_trace(line: &str, trace_id: &str) -> Value {
@@ -128,6 +128,45 @@ fn saved_spans_read_back_with_check_as_the_same_trace() {
             .contains("; 0 findings (0 errors, 0 warnings, 0 info)"),
         "{}",
         run.stderr
+    );
+
+    // Read back over a bound: the trace is marked partial in both outputs, its drop counted,
+    // and the doctor says nothing of the pieces the bound took.
+    let file = file.to_str().unwrap();
+    let run = lens(&["check", "--json", "--max-spans-per-trace", "5", file]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", run.stdout);
+    let partial: Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(
+        (&partial["partial"], &partial["lost_spans"]),
+        (&json!(true), &json!(8))
+    );
+    assert_eq!(partial["spans"].as_array().unwrap().len(), 5);
+    assert!(
+        run.stderr.contains("13 spans received")
+            && run
+                .stderr
+                .contains("8 spans dropped over the per-trace limit")
+            && run
+                .stderr
+                .contains("; 0 findings (0 errors, 0 warnings, 0 info)"),
+        "{}",
+        run.stderr
+    );
+    let run = lens(&[
+        "check",
+        "--color",
+        "never",
+        "--max-spans-per-trace",
+        "5",
+        file,
+    ]);
+    assert!(
+        run.stdout
+            .contains("5 spans, PARTIAL (8 more spans dropped over the per-trace limit"),
+        "{}",
+        run.stdout
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -74,6 +74,38 @@ fn the_live_page_lists_the_trace_and_shows_every_bar_in_chromium() {
     eprintln!("screenshot: {}", screenshot.display());
 }
 
+#[test]
+fn a_partial_trace_is_marked_in_the_list_and_its_waterfall_in_chromium() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    // 13 spans sent, 5 kept: the trace is partial.
+    let watch = Watch::start(&["--json", "--max-spans-per-trace", "5"]);
+    let id = demo_into(&format!("http://{}", watch.http), "http/protobuf");
+    let trace: Value = serde_json::from_str(&watch.next_stdout()).unwrap();
+    assert_eq!(trace["partial"], true);
+    assert_eq!(trace["lost_spans"], 8);
+    assert_eq!(trace["spans"].as_array().unwrap().len(), 5);
+
+    let work = tempdir(Path::new(env!("CARGO_TARGET_TMPDIR")), "lens-watch-partial");
+    let url = format!("http://{}/#trace={id}", watch.http);
+    let shown = browse(&chromium, &work, &url, &["--dump-dom", VIRTUAL_TIME]);
+    let dom = &shown.stdout;
+    let listed = dom
+        .find(&format!("data-trace-id=\"{id}\""))
+        .unwrap_or_else(|| panic!("the trace is listed: {dom}"));
+    let item = &dom[listed..listed + dom[listed..].find("</li>").unwrap()];
+    assert!(
+        item.contains(">partial</span>"),
+        "marked in the list: {item}"
+    );
+    assert!(
+        dom.contains("5 spans, PARTIAL (8 more spans dropped over the per-trace limit"),
+        "marked in its waterfall: {dom}"
+    );
+    assert_eq!(console_messages(&shown.stderr), Vec::<&str>::new());
+}
+
 #[tokio::test]
 async fn the_list_filters_by_service_and_name_and_sorts_by_duration() {
     let watch = Watch::start(&["--json"]);

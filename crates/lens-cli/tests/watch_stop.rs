@@ -58,10 +58,7 @@ fn spans_in(path: &Path) -> u64 {
 }
 
 fn stopped_by(signal: &str) {
-    let dir = std::env::temp_dir().join(format!(
-        "lens-watch-stop-{signal}-{}",
-        std::process::id()
-    ));
+    let dir = std::env::temp_dir().join(format!("lens-watch-stop-{signal}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let save = dir.join("spans.jsonl");
     let _ = std::fs::remove_file(&save);
@@ -122,7 +119,11 @@ fn stopped_by(signal: &str) {
         .unwrap();
     assert!(status.success(), "{status}");
 
-    assert_eq!(spans_in(&save), acknowledged, "--save holds every acknowledged span");
+    assert_eq!(
+        spans_in(&save),
+        acknowledged,
+        "--save holds every acknowledged span"
+    );
 
     // Every trace shown, whole, marked as cut short by the stop.
     // The child has exited: each iterator ends at its pipe's end.

@@ -570,7 +570,11 @@ mod tests {
         assert!(a.trace(&span(1, 1, None).trace_id).is_none());
         let stats = a.stats();
         assert_eq!(
-            (stats.evicted_traces, stats.evicted_open_traces, stats.evicted_ids),
+            (
+                stats.evicted_traces,
+                stats.evicted_open_traces,
+                stats.evicted_ids
+            ),
             (1, 1, 1)
         );
         assert_eq!((stats.dropped_evicted, stats.dropped_late), (1, 2));
@@ -637,7 +641,11 @@ mod tests {
         }
         let stats = a.stats();
         assert_eq!(
-            (stats.evicted_traces, stats.evicted_ids, stats.evicted_ids_forgotten),
+            (
+                stats.evicted_traces,
+                stats.evicted_ids,
+                stats.evicted_ids_forgotten
+            ),
             (4, 2, 2)
         );
         // Trace 3 is still remembered; trace 1 is not (its span starts a trace again).

@@ -132,7 +132,10 @@ mod tests {
         assert_eq!(t["trace_id"], TRACE);
         assert_eq!(t["services"], json!(["client", "gateway"]));
         assert_eq!(t["spans"].as_array().unwrap().len(), 5);
-        assert_eq!((&t["partial"], &t["cut_short"]), (&json!(false), &json!(false)));
+        assert_eq!(
+            (&t["partial"], &t["cut_short"]),
+            (&json!(false), &json!(false))
+        );
         let mut layout = layouts(&spans).remove(0);
         layout.lost_spans = 2;
         let t = trace(&layout);
