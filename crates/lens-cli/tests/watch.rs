@@ -10,7 +10,7 @@ use std::process::Stdio;
 
 use cli_support::{lens, lens_with_stdin};
 use serde_json::{Value, json};
-use watch_support::{PATIENCE, Watch, command, demo_into, lines};
+use watch_support::{PATIENCE, Watch, address, command, demo_into, lines};
 
 fn check_demo_trace(line: &str, trace_id: &str) -> Value {
     let trace: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
@@ -304,14 +304,7 @@ fn a_closed_standard_error_does_not_stop_the_watch() {
         line
         // Dropped here: lens watch's standard error is now a closed pipe.
     };
-    let http = first
-        .split("OTLP/HTTP on http://")
-        .nth(1)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
+    let http = address(&first, "OTLP/HTTP on http://", '/');
     for _ in 0..2 {
         let id = demo_into(&format!("http://{http}"), "http/protobuf");
         let line = stdout

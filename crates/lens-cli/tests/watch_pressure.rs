@@ -10,35 +10,12 @@
 mod watch_support;
 
 use std::collections::HashMap;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 
 use serde_json::Value;
-use watch_support::{PATIENCE, command, lines};
+use watch_support::{Watch, demo_requests};
 
 const DEMOS: u64 = 4;
 const REQUESTS: u64 = 1000;
-
-/// Runs one demo into `url`; the spans it was acknowledged for.
-fn demo(url: String) -> u64 {
-    let output = command(&[
-        "demo",
-        "--requests",
-        &REQUESTS.to_string(),
-        "--concurrency",
-        "8",
-        "--otlp",
-        &url,
-    ])
-    .stdout(Stdio::null())
-    .output()
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("exported ")?.split(' ').next()?.parse().ok())
-        .unwrap_or_else(|| panic!("the demo says what it exported: {stderr}"))
-}
 
 /// The number before `what` in `line` ("12 traces evicted" → 12).
 fn count(line: &str, what: &str) -> u64 {
@@ -54,58 +31,27 @@ fn count(line: &str, what: &str) -> u64 {
 }
 
 fn pressure(max_traces: u64) {
-    let mut child = command(&[
-        "watch",
-        "--grpc",
-        "127.0.0.1:0",
-        "--http",
-        "127.0.0.1:0",
+    let watch = Watch::with(&[
         "--quiet-for",
         "5",
         "--json",
         "--max-traces",
         &max_traces.to_string(),
-    ])
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let stdout = lines(child.stdout.take().unwrap());
-    let stderr = lines(child.stderr.take().unwrap());
-    let first = stderr.recv_timeout(PATIENCE).unwrap();
-    let http = first
-        .split("OTLP/HTTP on http://")
-        .nth(1)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
+    ]);
     let demos: Vec<_> = (0..DEMOS)
         .map(|_| {
-            let url = format!("http://{http}");
-            std::thread::spawn(move || demo(url))
+            let url = format!("http://{}", watch.http);
+            std::thread::spawn(move || demo_requests(&url, "http/protobuf", REQUESTS))
         })
         .collect();
     let sent: u64 = demos.into_iter().map(|d| d.join().unwrap()).sum();
     assert_eq!(sent, DEMOS * REQUESTS * 13);
-
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let (done, exited) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done.send(child.wait());
-    });
-    let status = exited.recv_timeout(PATIENCE).unwrap().unwrap();
-    assert!(status.success(), "{status}");
+    let stopped = watch.stop("INT");
+    assert!(stopped.status.success(), "{}", stopped.status);
 
     let mut shown: HashMap<String, u64> = HashMap::new();
-    for line in stdout.iter() {
-        let object: Value = serde_json::from_str(&line).unwrap();
+    for line in &stopped.stdout {
+        let object: Value = serde_json::from_str(line).unwrap();
         assert!(object.get("finding").is_none(), "no finding: {line}");
         let spans = object["spans"].as_array().unwrap().len() as u64;
         assert!(
@@ -116,7 +62,7 @@ fn pressure(max_traces: u64) {
         let most = shown.entry(id).or_default();
         *most = (*most).max(spans);
     }
-    let err: Vec<String> = stderr.iter().collect();
+    let err = &stopped.stderr;
     let status = err
         .iter()
         .rev()

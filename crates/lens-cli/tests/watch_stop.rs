@@ -8,39 +8,12 @@
 mod watch_support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 
 use serde_json::Value;
-use watch_support::{PATIENCE, command, lines};
+use watch_support::{Watch, demo_requests};
 
 /// Requests per demo: 13 spans each.
 const REQUESTS: u64 = 300;
-
-/// Runs `lens demo --requests REQUESTS --otlp URL` over `protocol`; the spans it was
-/// acknowledged for ("exported N spans").
-fn demo(url: &str, protocol: &str) -> u64 {
-    let output = command(&[
-        "demo",
-        "--requests",
-        &REQUESTS.to_string(),
-        "--concurrency",
-        "8",
-        "--otlp",
-        url,
-    ])
-    .env("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
-    .stdout(Stdio::null())
-    .output()
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let n = stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("exported ")?.split(' ').next()?.parse().ok())
-        .unwrap_or_else(|| panic!("the demo says what it exported: {stderr}"));
-    assert_eq!(n, REQUESTS * 13, "{stderr}");
-    n
-}
 
 /// Spans in an OTLP/JSON lines file.
 fn spans_in(path: &Path) -> u64 {
@@ -63,62 +36,22 @@ fn stopped_by(signal: &str) {
     let save = dir.join("spans.jsonl");
     let _ = std::fs::remove_file(&save);
     // A quiet window longer than the test: every trace is still open at the stop.
-    let mut child = command(&[
-        "watch",
-        "--grpc",
-        "127.0.0.1:0",
-        "--http",
-        "127.0.0.1:0",
+    let watch = Watch::with(&[
         "--quiet-for",
         "600",
         "--json",
         "--save",
         save.to_str().unwrap(),
-    ])
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let stdout = lines(child.stdout.take().unwrap());
-    let stderr = lines(child.stderr.take().unwrap());
-    let first = stderr.recv_timeout(PATIENCE).unwrap();
-    let address = |after: &str, end: char| {
-        first
-            .split(after)
-            .nth(1)
-            .unwrap()
-            .split(end)
-            .next()
-            .unwrap()
-            .to_owned()
-    };
-    let (grpc, http) = (
-        address("OTLP/gRPC on ", ','),
-        address("OTLP/HTTP on http://", '/'),
-    );
-
-    let over_grpc = std::thread::spawn(move || demo(&format!("http://{grpc}"), "grpc"));
-    let over_http = demo(&format!("http://{http}"), "http/protobuf");
+    ]);
+    let grpc = format!("http://{}", watch.grpc);
+    let over_grpc = std::thread::spawn(move || demo_requests(&grpc, "grpc", REQUESTS));
+    let over_http = demo_requests(&format!("http://{}", watch.http), "http/protobuf", REQUESTS);
     let acknowledged = over_http + over_grpc.join().unwrap();
+    assert_eq!(acknowledged, 2 * REQUESTS * 13);
 
     // At once: no waiting for the watch to catch up.
-    let pid = child.id().to_string();
-    let killed = Command::new("kill")
-        .args([&format!("-{signal}"), &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let (done, exited) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done.send(child.wait());
-    });
-    let status = exited
-        .recv_timeout(PATIENCE)
-        .expect("lens watch exits after draining")
-        .unwrap();
-    assert!(status.success(), "{status}");
-
+    let stopped = watch.stop(signal);
+    assert!(stopped.status.success(), "{}", stopped.status);
     assert_eq!(
         spans_in(&save),
         acknowledged,
@@ -126,10 +59,10 @@ fn stopped_by(signal: &str) {
     );
 
     // Every trace shown, whole, marked as cut short by the stop.
-    // The child has exited: each iterator ends at its pipe's end.
-    let traces: Vec<Value> = stdout
+    let traces: Vec<Value> = stopped
+        .stdout
         .iter()
-        .map(|l| serde_json::from_str(&l).unwrap())
+        .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(traces.len() as u64, 2 * REQUESTS);
     for trace in &traces {
@@ -138,11 +71,11 @@ fn stopped_by(signal: &str) {
         assert_eq!(trace["partial"], false);
     }
 
-    let err: Vec<String> = stderr.iter().collect();
-    let account = err
+    let account = stopped
+        .stderr
         .iter()
         .find(|l| l.starts_with("lens watch: stopped"))
-        .unwrap_or_else(|| panic!("a last line accounts for every span: {err:?}"));
+        .unwrap_or_else(|| panic!("a last line accounts for every span: {:?}", stopped.stderr));
     assert_eq!(
         account,
         &format!(

@@ -297,44 +297,17 @@ impl Assembler {
     /// Evicts one whole trace other than `keep`: the one that completed longest ago, else
     /// (none complete) the oldest open one; `false` when there is none to evict.
     fn evict_except(&mut self, keep: Option<TraceId>) -> bool {
-        let mut kept = None;
-        let mut victim = None;
-        while let Some((completions, id)) = self.done.pop_front() {
-            let live = self
-                .traces
-                .get(&id)
-                .is_some_and(|t| t.complete && t.completions == completions);
-            if !live {
-                continue;
-            }
-            if Some(id) == keep {
-                kept = Some((completions, id));
-                continue;
-            }
-            victim = Some(id);
-            break;
-        }
-        if let Some(k) = kept {
-            self.done.push_front(k);
-        }
-        if victim.is_none() {
-            let mut kept = None;
-            while let Some((seq, id)) = self.age.pop_front() {
-                let live = self.traces.get(&id).is_some_and(|t| t.seq == seq);
-                if !live {
-                    continue;
-                }
-                if Some(id) == keep {
-                    kept = Some((seq, id));
-                    continue;
-                }
-                victim = Some(id);
-                break;
-            }
-            if let Some(k) = kept {
-                self.age.push_front(k);
-            }
-        }
+        let traces = &self.traces;
+        let victim = first_live(&mut self.done, keep, |completions, id| {
+            traces
+                .get(id)
+                .is_some_and(|t| t.complete && t.completions == completions)
+        })
+        .or_else(|| {
+            first_live(&mut self.age, keep, |seq, id| {
+                traces.get(id).is_some_and(|t| t.seq == seq)
+            })
+        });
         let Some(id) = victim else {
             return false;
         };
@@ -441,6 +414,32 @@ impl Assembler {
             .front()
             .map(|(last, _, _)| *last + self.config.quiet_for)
     }
+}
+
+/// Pops `queue`'s stale entries (`live` says which are not) from the front and returns the first
+/// live trace other than `keep` (popped too); `keep`'s entry stays at the front.
+fn first_live<K: Copy>(
+    queue: &mut VecDeque<(K, TraceId)>,
+    keep: Option<TraceId>,
+    live: impl Fn(K, &TraceId) -> bool,
+) -> Option<TraceId> {
+    let mut kept = None;
+    let mut found = None;
+    while let Some((key, id)) = queue.pop_front() {
+        if !live(key, &id) {
+            continue;
+        }
+        if Some(id) == keep {
+            kept = Some((key, id));
+            continue;
+        }
+        found = Some(id);
+        break;
+    }
+    if let Some(k) = kept {
+        queue.push_front(k);
+    }
+    found
 }
 
 #[cfg(test)]

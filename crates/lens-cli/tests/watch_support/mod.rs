@@ -14,7 +14,7 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A running `lens watch`, killed when dropped.
 pub struct Watch {
-    pub child: Child,
+    child: Option<Child>,
     pub stdout: mpsc::Receiver<String>,
     pub stderr: mpsc::Receiver<String>,
     pub grpc: String,
@@ -45,19 +45,39 @@ pub fn command(args: &[&str]) -> Command {
     command
 }
 
+/// `value` between `after` and the next `end` in lens watch's first line ("lens watch: OTLP/gRPC
+/// on ADDR, OTLP/HTTP on http://ADDR/v1/traces, ...").
+pub fn address(first: &str, after: &str, end: char) -> String {
+    first
+        .split(after)
+        .nth(1)
+        .unwrap()
+        .split(end)
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+/// How a stopped `lens watch` ended, and everything it printed.
+pub struct Stopped {
+    pub status: std::process::ExitStatus,
+    pub stdout: Vec<String>,
+    pub stderr: Vec<String>,
+}
+
 impl Watch {
+    /// `lens watch` on free ports with a 0.3 s quiet window and `extra`.
     pub fn start(extra: &[&str]) -> Watch {
-        let mut args = vec![
-            "watch",
-            "--grpc",
-            "127.0.0.1:0",
-            "--http",
-            "127.0.0.1:0",
-            "--quiet-for",
-            "0.3",
-        ];
+        let mut args = vec!["--quiet-for", "0.3"];
         args.extend_from_slice(extra);
-        let mut child = command(&args)
+        Watch::with(&args)
+    }
+
+    /// `lens watch` on free ports with `args` (and no other option).
+    pub fn with(args: &[&str]) -> Watch {
+        let mut all = vec!["watch", "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"];
+        all.extend_from_slice(args);
+        let mut child = command(&all)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -68,29 +88,41 @@ impl Watch {
         let first = stderr
             .recv_timeout(PATIENCE)
             .expect("lens watch says where it listens");
-        // "lens watch: OTLP/gRPC on ADDR, OTLP/HTTP on http://ADDR/v1/traces, ..."
-        let grpc = first
-            .split("OTLP/gRPC on ")
-            .nth(1)
-            .unwrap()
-            .split(',')
-            .next()
-            .unwrap()
-            .to_owned();
-        let http = first
-            .split("OTLP/HTTP on http://")
-            .nth(1)
-            .unwrap()
-            .split('/')
-            .next()
-            .unwrap()
-            .to_owned();
         Watch {
-            child,
+            child: Some(child),
             stdout,
             stderr,
-            grpc,
-            http,
+            grpc: address(&first, "OTLP/gRPC on ", ','),
+            http: address(&first, "OTLP/HTTP on http://", '/'),
+        }
+    }
+
+    /// Sends `signal` (`INT`, `TERM`) and waits for the exit; everything printed since.
+    pub fn stop(mut self, signal: &str) -> Stopped {
+        let mut child = self.child.take().unwrap();
+        let killed = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let (done, exited) = mpsc::channel();
+        let (stdout, stderr) = (
+            std::mem::replace(&mut self.stdout, mpsc::channel().1),
+            std::mem::replace(&mut self.stderr, mpsc::channel().1),
+        );
+        // Waited for on another thread, so that a hang fails after PATIENCE.
+        std::thread::spawn(move || {
+            let _ = done.send(child.wait());
+        });
+        let status = exited
+            .recv_timeout(PATIENCE)
+            .expect("lens watch exits after a signal")
+            .unwrap();
+        // The child has exited: each iterator ends at its pipe's end.
+        Stopped {
+            status,
+            stdout: stdout.iter().collect(),
+            stderr: stderr.iter().collect(),
         }
     }
 
@@ -103,9 +135,34 @@ impl Watch {
 
 impl Drop for Watch {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
+}
+
+/// Runs `lens demo --requests N --concurrency 8 --otlp URL` over `protocol`; the spans it was
+/// acknowledged for ("exported N spans").
+pub fn demo_requests(url: &str, protocol: &str, requests: u64) -> u64 {
+    let output = command(&[
+        "demo",
+        "--requests",
+        &requests.to_string(),
+        "--concurrency",
+        "8",
+        "--otlp",
+        url,
+    ])
+    .env("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+    .stdout(Stdio::null())
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("exported ")?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("the demo says what it exported: {stderr}"))
 }
 
 /// Runs `lens demo --json` sending to `url` (with `protocol`), spans and metrics; the demo's
