@@ -96,3 +96,41 @@ fn sigint_drains_every_acknowledged_span_into_save_and_the_output() {
 fn sigterm_drains_every_acknowledged_span_into_save_and_the_output() {
     stopped_by("TERM");
 }
+
+/// A second Ctrl-C while the stop is held up (here by a standard output nobody reads) ends the
+/// run at once, saying how many accepted spans it left unwritten; the file holds whole lines,
+/// and what it holds plus what was left is what was acknowledged.
+#[test]
+fn a_second_sigint_stops_at_once_and_says_what_it_left() {
+    let dir = std::env::temp_dir().join(format!("lens-watch-stop-twice-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let save = dir.join("spans.jsonl");
+    let _ = std::fs::remove_file(&save);
+    let watch = Watch::with_stdout_unread(&[
+        "--quiet-for",
+        "600",
+        "--json",
+        "--save",
+        save.to_str().unwrap(),
+    ]);
+    let acknowledged = demo_requests(&format!("http://{}", watch.http), "http/protobuf", REQUESTS);
+    watch.signal("INT");
+    let stopping = watch
+        .stderr
+        .recv_timeout(watch_support::PATIENCE)
+        .expect("the first signal is acknowledged");
+    assert!(
+        stopping.starts_with("lens watch: stopping (SIGINT): saving and showing the "),
+        "{stopping}"
+    );
+    let stopped = watch.stop("INT");
+    assert_eq!(stopped.status.code(), Some(130), "{:?}", stopped.stderr);
+    let last = stopped.stderr.last().unwrap();
+    let left: u64 = last
+        .strip_prefix("lens watch: stopped at once (SIGINT again): ")
+        .and_then(|rest| rest.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{last}"));
+    assert!(last.contains(" accepted spans left unwritten, "), "{last}");
+    assert_eq!(spans_in(&save) + left, acknowledged);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -11,6 +11,7 @@ use std::io::{BufWriter, IsTerminal as _, Write as _};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -306,25 +307,41 @@ async fn run(
         // Stop accepting (new exports are answered "unavailable", which exporters retry), then
         // save and assemble every batch already accepted: its sender was told "success".
         batches.close();
-        loop {
-            tokio::select! {
-                biased;
-                again = signals.next() => {
-                    let mut left = 0;
-                    while let Ok(batch) = batches.try_recv() {
-                        left += batch.spans.len();
-                    }
-                    return stopped_at_once(&view, again, left);
-                }
-                batch = batches.recv() => match batch {
-                    Some(batch) => {
-                        if take(&mut save, &store, batch, &mut saved).is_err() {
-                            code = ExitCode::FAILURE;
-                            break;
-                        }
-                    }
-                    None => break,
-                },
+        let mut accepted = Vec::new();
+        while let Some(batch) = batches.recv().await {
+            accepted.push(batch);
+        }
+        let left = Arc::new(AtomicU64::new(
+            accepted.iter().map(|b| b.spans.len() as u64).sum(),
+        ));
+        view.clear_status();
+        eprintln!(
+            "lens watch: stopping ({first}): saving and showing the {} spans accepted and not yet assembled, then every trace still open; {first} again stops at once",
+            left.load(Ordering::Relaxed)
+        );
+        let save = Arc::new(Mutex::new(save));
+        // A second signal ends the run from its own task, even while this one is held up by a
+        // slow standard output; it waits for a batch being appended, so the file ends whole.
+        tokio::spawn(stop_at_once(
+            signals,
+            Arc::clone(&save),
+            Arc::clone(&left),
+            store.clone(),
+            view.tty,
+        ));
+        for batch in accepted {
+            let spans = batch.spans.len() as u64;
+            let taken = {
+                // `left` changes under the lock that `stop_at_once` takes: a batch is either
+                // written or left, never both.
+                let mut save = save.lock().unwrap_or_else(PoisonError::into_inner);
+                let taken = take(&mut save, &store, batch, &mut saved);
+                left.fetch_sub(spans, Ordering::Relaxed);
+                taken
+            };
+            if taken.is_err() {
+                code = ExitCode::FAILURE;
+                break;
             }
         }
         // Traces whose quiet window has passed are shown as usual; the rest are cut short.
@@ -333,23 +350,18 @@ async fn run(
             return ExitCode::FAILURE;
         }
         let open = store.lock().flush();
-        for chunk in open.chunks(64) {
-            tokio::select! {
-                biased;
-                again = signals.next() => return stopped_at_once(&view, again, 0),
-                () = std::future::ready(()) => {}
-            }
-            if view.show(chunk, true, false).is_err() {
-                return ExitCode::FAILURE;
-            }
-        }
-        if view.show(&[], false, true).is_err() {
+        if view.show(&open, true, true).is_err() {
             return ExitCode::FAILURE;
         }
         let stats = store.lock().stats();
+        let saved = save
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+            .then_some(saved);
         eprintln!(
             "lens watch: stopped ({first}): {}",
-            span_account(&stats, save.is_some().then_some(saved))
+            span_account(&stats, saved)
         );
     } else {
         let done = store.lock().flush();
@@ -367,31 +379,39 @@ async fn run(
     code
 }
 
-/// Ends the run at a second signal: says what was accepted and is left unwritten.
-fn stopped_at_once(view: &View, signal: &str, left_in_channel: usize) -> ExitCode {
-    let stats = view.store.lock().stats();
-    if view.tty {
+/// The save file, shared with [`stop_at_once`] during a stop.
+type Save = Option<(PathBuf, BufWriter<File>)>;
+
+/// Ends the process at the next signal (a second Ctrl-C or SIGTERM during a stop), once no
+/// batch is being appended to the save file, saying what was accepted and left unwritten.
+async fn stop_at_once(
+    mut signals: Signals,
+    save: Arc<Mutex<Save>>,
+    left: Arc<AtomicU64>,
+    store: Store,
+    tty: bool,
+) {
+    let again = signals.next().await;
+    // Held until the exit: no append starts or is cut in the middle.
+    let _save = save.lock().unwrap_or_else(PoisonError::into_inner);
+    let open = store.lock().stats().spans_open;
+    if tty {
         let _ = writeln!(std::io::stderr());
     }
     eprintln!(
-        "lens watch: stopped at once ({signal} again): {left_in_channel} accepted spans left \
-unwritten, {} spans of open traces not shown",
-        stats.spans_open
+        "lens watch: stopped at once ({again} again): {} accepted spans left unwritten, {open} \
+spans of open traces not shown",
+        left.load(Ordering::Relaxed)
     );
-    ExitCode::from(match signal {
+    std::process::exit(match again {
         "SIGTERM" => 128 + 15,
         _ => 128 + 2,
-    })
+    });
 }
 
 /// Appends `batch` to the save file (if any; a failure is said and ends the run) and gives it
 /// to the assembler.
-fn take(
-    save: &mut Option<(PathBuf, BufWriter<File>)>,
-    store: &Store,
-    batch: Batch,
-    saved: &mut u64,
-) -> Result<(), ()> {
+fn take(save: &mut Save, store: &Store, batch: Batch, saved: &mut u64) -> Result<(), ()> {
     if let Some((path, file)) = save {
         if let Err(e) = append(file, &batch) {
             eprintln!(

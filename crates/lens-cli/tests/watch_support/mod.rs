@@ -75,6 +75,16 @@ impl Watch {
 
     /// `lens watch` on free ports with `args` (and no other option).
     pub fn with(args: &[&str]) -> Watch {
+        Watch::spawn(args, true)
+    }
+
+    /// As [`Watch::with`], but nothing reads its standard output (a pipe): once the pipe is
+    /// full, its writes wait, as to a reader that has stopped.
+    pub fn with_stdout_unread(args: &[&str]) -> Watch {
+        Watch::spawn(args, false)
+    }
+
+    fn spawn(args: &[&str], read_stdout: bool) -> Watch {
         let mut all = vec!["watch", "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"];
         all.extend_from_slice(args);
         let mut child = command(&all)
@@ -83,7 +93,12 @@ impl Watch {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let stdout = lines(child.stdout.take().unwrap());
+        let stdout = if read_stdout {
+            lines(child.stdout.take().unwrap())
+        } else {
+            // Kept (in the child) unread; dropped with it.
+            mpsc::channel().1
+        };
         let stderr = lines(child.stderr.take().unwrap());
         let first = stderr
             .recv_timeout(PATIENCE)
@@ -97,14 +112,20 @@ impl Watch {
         }
     }
 
-    /// Sends `signal` (`INT`, `TERM`) and waits for the exit; everything printed since.
-    pub fn stop(mut self, signal: &str) -> Stopped {
-        let mut child = self.child.take().unwrap();
+    /// Sends `signal` (`INT`, `TERM`) without waiting.
+    pub fn signal(&self, signal: &str) {
+        let child = self.child.as_ref().unwrap();
         let killed = Command::new("kill")
             .args([&format!("-{signal}"), &child.id().to_string()])
             .status()
             .unwrap();
         assert!(killed.success());
+    }
+
+    /// Sends `signal` (`INT`, `TERM`) and waits for the exit; everything printed since.
+    pub fn stop(mut self, signal: &str) -> Stopped {
+        self.signal(signal);
+        let mut child = self.child.take().unwrap();
         let (done, exited) = mpsc::channel();
         let (stdout, stderr) = (
             std::mem::replace(&mut self.stdout, mpsc::channel().1),
