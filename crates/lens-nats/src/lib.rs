@@ -98,8 +98,7 @@ pub struct MessageInfo<'a> {
 
 /// lens-nats as a lens-span adapter: what its hooks and its classifier see.
 #[derive(Debug)]
-#[doc(hidden)]
-pub struct Nats;
+pub(crate) struct Nats;
 
 impl lens_span::Adapter for Nats {
     type Request<'a> = MessageInfo<'a>;
