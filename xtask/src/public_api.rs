@@ -24,6 +24,7 @@ const CRATES: &[&str] = &[
     "lens-axum",
     "lens-reqwest",
     "lens-tonic",
+    "lens-nats",
     "lens-nccl",
     "lens-dist",
     "lens-watch",

@@ -70,7 +70,8 @@
 //! - [`rpc`]: the gRPC attributes and the `OTEL_SEMCONV_STABILITY_OPT_IN` choice; [`httpconv`]:
 //!   the HTTP ones (and the host/port rule of every adapter); [`redact`]: credentials kept out
 //!   of `url.full` / `url.query`; [`scope`]: the instrumentation scope; [`new_root`]: why a
-//!   SERVER span starts a new trace (the `lens.trace.new_root` attribute).
+//!   SERVER span starts a new trace (the `lens.trace.new_root` attribute); [`messaging`]: the
+//!   messaging lifecycle (send, receive, process, settle) for message-queue adapters.
 #![forbid(unsafe_code)]
 
 mod body;
@@ -78,6 +79,7 @@ pub mod classify;
 pub mod httpconv;
 mod knobs;
 mod lifecycle;
+pub mod messaging;
 pub mod metrics;
 pub mod new_root;
 mod propagation;
@@ -89,7 +91,7 @@ pub use body::{AtLastFrame, BodyEnd, CountedBody, TracedBody};
 pub use lifecycle::{
     Adapter, FilterDecision, InSpan, LiveSpan, Responder, SpanOptions, in_span, poll_in,
 };
-pub use propagation::{HeaderInjector, Propagation};
+pub use propagation::{HeaderInjector, MessageCarrier, Propagation};
 
 /// What [`span_knobs!`] needs to name from the crates this one depends on.
 #[doc(hidden)]

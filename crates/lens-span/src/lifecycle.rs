@@ -404,6 +404,32 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         )
     }
 
+    /// Starts a span of `kind` for `request` under `parent` with `links` (the messaging
+    /// lifecycle): named and with attributes as [`SpanOptions::start_server`] has them;
+    /// `attributes` are the adapter's and how many of the first of them the call's metrics see.
+    #[inline]
+    pub(crate) fn start_kind(
+        &self,
+        request: &A::Request<'_>,
+        default_name: impl FnOnce() -> Cow<'static, str>,
+        (mut attributes, metric_attributes): (Vec<KeyValue>, usize),
+        kind: SpanKind,
+        parent: &Context,
+        links: Vec<Link>,
+    ) -> LiveSpan {
+        let metrics = self.call_metrics(&attributes[..metric_attributes.min(attributes.len())]);
+        let name = self.name_and_attributes(request, default_name, &mut attributes);
+        let mut builder = builder(name, kind, attributes);
+        if !links.is_empty() {
+            builder.links = Some(links);
+        }
+        self.live(
+            self.tracer
+                .start(builder, parent, self.random_flag_on_new_traces),
+            metrics,
+        )
+    }
+
     /// Starts a CLIENT span for `request` under `parent`, named and with attributes as
     /// [`SpanOptions::start_server`] has them; the trace's random flag kept, or set on a new
     /// trace.
@@ -644,6 +670,16 @@ impl LiveSpan {
     /// the status code and the outcome are recorded. `None` with body sizes off.
     pub fn count_response_body(&mut self) -> Option<BodyBytes> {
         self.metrics.as_mut()?.count_response_body()
+    }
+
+    /// Messaging: the operation sent or delivered `n` messages, counted by
+    /// `messaging.client.sent.messages` / `messaging.client.consumed.messages` when the span
+    /// ends (1 unless set).
+    #[inline]
+    pub fn set_messages(&mut self, n: u64) {
+        if let Some(metrics) = &mut self.metrics {
+            metrics.set_messages(n);
+        }
     }
 
     /// Records `outcome`: on a failure, `error.type` (on the span and the call's metrics) and

@@ -8,6 +8,7 @@
 //! | --- | --- | --- |
 //! | `HttpServer` | `http.server.request.duration` (s); opt-in `http.server.active_requests`, `http.server.{request,response}.body.size` (By) | `http.request.method` (`_OTHER` outside the known set), `url.scheme`, `http.route` (the matched route only), `network.protocol.version`, `http.response.status_code`, `error.type` |
 //! | `HttpClient` | `http.client.request.duration` (s), per attempt; opt-in `http.client.{request,response}.body.size` (By) | `http.request.method`, `server.address`, `server.port`, `network.protocol.version`, `http.response.status_code`, `error.type` |
+//! | `Messaging` | `messaging.client.operation.duration` (s) for send, receive and settle, `messaging.process.duration` (s) for process; counters `messaging.client.sent.messages` (send) and `messaging.client.consumed.messages` (receive, and process unless a receive counted its message) | `messaging.system`, `messaging.operation.name`, `messaging.operation.type`, `messaging.destination.name` (not for a temporary destination), `error.type`, `server.address`, `server.port` |
 //! | `RpcServer` / `RpcClient` | `rpc.{server,client}.call.duration` (s) under `rpc` / `rpc/dup`, `rpc.{server,client}.duration` (ms) without the opt-in or under `rpc/dup` | the RPC attributes of the chosen conventions, `error.type`; clients `server.address`, `server.port`; on a server an `UNIMPLEMENTED` call's method is `_OTHER` |
 //!
 //! The attributes are taken from the adapter's own span attributes, never from the
@@ -22,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use opentelemetry::metrics::{Histogram, Meter, UpDownCounter};
+use opentelemetry::metrics::{Counter, Histogram, Meter, UpDownCounter};
 use opentelemetry::{Key, KeyValue, StringValue, Value};
 use opentelemetry_semantic_conventions::attribute as attr;
 use opentelemetry_semantic_conventions::metric as names;
@@ -52,6 +53,8 @@ pub enum Instruments {
     RpcServer(RpcConventions),
     /// `rpc.client.*` under these conventions (lens-tonic's client side).
     RpcClient(RpcConventions),
+    /// `messaging.*` (the messaging lifecycle, [`crate::messaging`]; lens-nats).
+    Messaging,
 }
 
 /// At most this many attributes per data point: the largest set (`rpc/dup` on a client) is 9.
@@ -89,6 +92,15 @@ const RPC_KEYS: [&str; MAX_ATTRIBUTES] = [
     attr::SERVER_ADDRESS,
     attr::SERVER_PORT,
 ];
+const MESSAGING_KEYS: [&str; 7] = [
+    attr::MESSAGING_SYSTEM,
+    attr::MESSAGING_OPERATION_NAME,
+    attr::MESSAGING_OPERATION_TYPE,
+    attr::MESSAGING_DESTINATION_NAME,
+    attr::ERROR_TYPE,
+    attr::SERVER_ADDRESS,
+    attr::SERVER_PORT,
+];
 /// The RPC keys of a server: all but `server.address` and `server.port`.
 const RPC_SERVER_KEYS: usize = 7;
 
@@ -100,6 +112,7 @@ impl Instruments {
             Instruments::HttpClient => &HTTP_CLIENT_KEYS,
             Instruments::RpcServer(_) => &RPC_KEYS[..RPC_SERVER_KEYS],
             Instruments::RpcClient(_) => &RPC_KEYS,
+            Instruments::Messaging => &MESSAGING_KEYS,
         }
     }
 
@@ -132,6 +145,12 @@ pub(crate) struct Recorder {
     request_size: Option<Histogram<u64>>,
     /// Bytes of response bodies (HTTP, opt-in).
     response_size: Option<Histogram<u64>>,
+    /// Messaging: `messaging.process.duration` (s).
+    process_duration: Option<Histogram<f64>>,
+    /// Messaging: `messaging.client.sent.messages`.
+    sent: Option<Counter<u64>>,
+    /// Messaging: `messaging.client.consumed.messages`.
+    consumed: Option<Counter<u64>>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -222,7 +241,40 @@ impl Recorder {
                     )
                 }),
             ),
+            Instruments::Messaging => (
+                Some(seconds(
+                    meter,
+                    names::MESSAGING_CLIENT_OPERATION_DURATION,
+                    "Duration of messaging operation initiated by a producer or consumer client.",
+                )),
+                None,
+            ),
         };
+        let messaging = kind == Instruments::Messaging;
+        let process_duration = messaging.then(|| {
+            seconds(
+                meter,
+                names::MESSAGING_PROCESS_DURATION,
+                "Duration of processing operation.",
+            )
+        });
+        let counter = |name: &'static str, description: &'static str| {
+            messaging.then(|| {
+                meter
+                    .u64_counter(name)
+                    .with_unit("{message}")
+                    .with_description(description)
+                    .build()
+            })
+        };
+        let sent = counter(
+            names::MESSAGING_CLIENT_SENT_MESSAGES,
+            "Number of messages producer attempted to send to the broker.",
+        );
+        let consumed = counter(
+            names::MESSAGING_CLIENT_CONSUMED_MESSAGES,
+            "Number of messages that were delivered to the application.",
+        );
         let (request_size, response_size) = match kind {
             Instruments::HttpServer if opt_in.body_sizes => (
                 Some(bytes(
@@ -264,6 +316,9 @@ impl Recorder {
             active,
             request_size,
             response_size,
+            process_duration,
+            sent,
+            consumed,
         }
     }
 }
@@ -366,6 +421,15 @@ impl Attributes {
     }
 }
 
+/// What a messaging operation records besides its duration.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum MessagingOperation {
+    Send,
+    Receive,
+    Process,
+    Other,
+}
+
 /// A key-value that fills an unused place of an array (nothing allocated).
 fn placeholder() -> KeyValue {
     KeyValue::new(Key::from_static_str(""), Value::Bool(false))
@@ -406,6 +470,8 @@ pub(crate) struct CallMetrics {
     /// Whether the response body is counted by a [`BodyBytes`] of its own (clients).
     response_detached: bool,
     request_bytes: RequestBytes,
+    /// Messaging: how many messages the operation sent or delivered (counted when it ends).
+    messages: u64,
 }
 
 impl CallMetrics {
@@ -426,7 +492,14 @@ impl CallMetrics {
             response_bytes: 0,
             response_detached: false,
             request_bytes: RequestBytes::Unknown,
+            messages: 1,
         }
+    }
+
+    /// Messaging: the operation sent or delivered `n` messages (1 unless set; 0 for a process
+    /// span whose message a receive span counted).
+    pub(crate) fn set_messages(&mut self, n: u64) {
+        self.messages = n;
     }
 
     /// An attribute set on the span after it started (a status code, `error.type`).
@@ -478,10 +551,36 @@ impl CallMetrics {
             self.bound_rpc_method();
         }
         let recorder = &*self.recorder;
+        // Messaging: which instruments the operation's type selects (read before the values
+        // are moved out).
+        let operation = match self.attributes.get(attr::MESSAGING_OPERATION_TYPE) {
+            Some(Slot::Text(t)) => match t.as_str() {
+                "process" => MessagingOperation::Process,
+                "send" | "create" => MessagingOperation::Send,
+                "receive" => MessagingOperation::Receive,
+                _ => MessagingOperation::Other,
+            },
+            _ => MessagingOperation::Other,
+        };
         let (kvs, n) = self.attributes.take_key_values();
         let attributes = &kvs[..n];
-        if let Some(histogram) = &recorder.duration {
-            histogram.record(elapsed, attributes);
+        match (&recorder.process_duration, operation) {
+            (Some(histogram), MessagingOperation::Process) => histogram.record(elapsed, attributes),
+            _ => {
+                if let Some(histogram) = &recorder.duration {
+                    histogram.record(elapsed, attributes);
+                }
+            }
+        }
+        let counter = match operation {
+            MessagingOperation::Send => recorder.sent.as_ref(),
+            MessagingOperation::Receive | MessagingOperation::Process => recorder.consumed.as_ref(),
+            MessagingOperation::Other => None,
+        };
+        if let Some(counter) = counter
+            && self.messages > 0
+        {
+            counter.add(self.messages, attributes);
         }
         if let Some(histogram) = &recorder.duration_ms {
             histogram.record(elapsed * 1000.0, attributes);

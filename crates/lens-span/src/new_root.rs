@@ -1,6 +1,7 @@
-//! Why a SERVER span starts a new trace: the `lens.trace.new_root` attribute that lens servers
-//! (lens-axum, lens-tonic) set on such a span, so that `lens check` / `lens watch` can name the
-//! cause of a lost hop (docs/doctor.md#lost-context).
+//! Why a SERVER (or messaging CONSUMER) span starts a new trace: the `lens.trace.new_root`
+//! attribute that lens servers (lens-axum, lens-tonic) and consumers (lens-nats) set on such a
+//! span, so that `lens check` / `lens watch` can name the cause of a lost hop
+//! (docs/doctor.md#lost-context).
 //!
 //! | value | the request |
 //! | --- | --- |
@@ -8,6 +9,7 @@
 //! | `rejected:<anchor>` | carried one that a rule of docs/propagation-rules.md rejects (its anchor, e.g. `traceparent-versions`) |
 //! | `untrusted:ignored` | carried one that the inbound policy ignored |
 //! | `untrusted:linked` | carried one that the inbound policy linked to instead of continuing |
+//! | `linked` | (messaging) carried a trusted one, and the consumer asked for links only |
 //!
 //! A request whose context is trusted and valid gets nothing (and costs nothing more).
 
@@ -16,6 +18,7 @@ use lens_core::policy::InboundContext;
 use lens_core::traceparent::TraceParent;
 use lens_core::{InboundDecision, Limits};
 use opentelemetry::KeyValue;
+use opentelemetry::propagation::Extractor;
 use opentelemetry::trace::TraceContextExt as _;
 
 /// The attribute's key.
@@ -42,16 +45,49 @@ pub fn cause(headers: &HeaderMap, inbound: &InboundContext) -> Option<KeyValue> 
     {
         return None;
     }
+    let values = headers.get_all("traceparent");
+    let lines = values.iter().map(|v| v.to_str().unwrap_or("\u{0}"));
+    Some(KeyValue::new(NEW_ROOT, slow_cause(lines, inbound.decision)))
+}
+
+/// [`cause`] for a span started from a message's `carrier` (the messaging lifecycle): the same
+/// values, read through the carrier's `get_all("traceparent")`.
+///
+/// ```
+/// use std::collections::HashMap;
+/// use lens_core::{InboundPolicy, MapCarrier};
+/// use lens_core::policy::InboundRequest;
+///
+/// let headers: HashMap<String, String> = HashMap::new();
+/// let carrier = MapCarrier(&headers);
+/// let inbound = InboundPolicy::trust_all().extract(&InboundRequest::new(&carrier));
+/// let attribute = lens_span::new_root::cause_in(&carrier, &inbound).unwrap();
+/// assert_eq!(attribute.value.as_str(), "none");
+/// ```
+#[inline]
+pub fn cause_in(carrier: &dyn Extractor, inbound: &InboundContext) -> Option<KeyValue> {
+    if inbound.decision == InboundDecision::Trust && inbound.parent.span().span_context().is_valid()
+    {
+        return None;
+    }
+    let lines = carrier
+        .get_all(lens_core::TRACEPARENT_HEADER)
+        .unwrap_or_default();
     Some(KeyValue::new(
         NEW_ROOT,
-        slow_cause(headers, inbound.decision),
+        slow_cause(lines.into_iter(), inbound.decision),
     ))
 }
 
+/// The value for a span whose consumer asked for links only (messaging,
+/// [`crate::messaging::ConsumerParent::Links`]) and whose message carried a valid, trusted
+/// context: a new trace by choice, with a link to the message's span.
+pub const LINKED: &str = "linked";
+
 #[cold]
-fn slow_cause(headers: &HeaderMap, decision: InboundDecision) -> String {
-    let values = headers.get_all("traceparent");
-    if values.iter().next().is_none() {
+fn slow_cause<'a>(lines: impl Iterator<Item = &'a str>, decision: InboundDecision) -> String {
+    let mut lines = lines.peekable();
+    if lines.peek().is_none() {
         return "none".to_owned();
     }
     match decision {
@@ -59,7 +95,6 @@ fn slow_cause(headers: &HeaderMap, decision: InboundDecision) -> String {
         InboundDecision::Link => return "untrusted:linked".to_owned(),
         InboundDecision::Trust => {}
     }
-    let lines = values.iter().map(|v| v.to_str().unwrap_or("\u{0}"));
     match TraceParent::parse_lines(lines, Limits::default().traceparent_bytes) {
         Err(e) => format!("rejected:{}", e.anchor()),
         // Valid under the default limits: a smaller configured limit rejected it.

@@ -10,7 +10,7 @@ use lens_core::policy::{
 };
 use lens_core::{HeaderCarrier, TRACEPARENT_HEADER, TRACESTATE_HEADER, W3cPropagator};
 use opentelemetry::Context;
-use opentelemetry::propagation::Injector;
+use opentelemetry::propagation::{Injector, TextMapPropagator};
 use opentelemetry::trace::{SpanContext, TraceContextExt};
 
 /// A carrier over an `http::HeaderMap` with rules of its own for names and values (gRPC
@@ -21,6 +21,13 @@ pub trait HeaderInjector {
     fn headers_mut(&mut self) -> &mut HeaderMap;
     /// The carrier, to inject through (with its own rules for names and values).
     fn injector(&mut self) -> &mut dyn Injector;
+}
+
+/// A message's headers as a carrier (a broker's header map, lens-nats's `NatsHeaders`): what
+/// [`Propagation::inject_message`] writes into, after removing stale trace-context fields.
+pub trait MessageCarrier: Injector {
+    /// Removes every value of `field` (exact name, as the carrier compares names).
+    fn remove(&mut self, field: &str);
 }
 
 /// Where [`Propagation`] injects.
@@ -155,6 +162,37 @@ impl Propagation {
         self.inject_into(decision, cx, Target::Carrier(carrier));
     }
 
+    /// Injects `cx` into a message's headers as `decision` allows: the rules of
+    /// [`Propagation::inject_headers`] (stale trace-context fields removed first, also when
+    /// `cx` has no valid span), through [`MessageCarrier`].
+    pub fn inject_message(
+        &self,
+        decision: OutboundDecision,
+        cx: &Context,
+        carrier: &mut dyn MessageCarrier,
+    ) {
+        if !decision.trace_context && !decision.baggage {
+            return;
+        }
+        match self.lens_propagator() {
+            Some(p) => {
+                if decision.trace_context {
+                    carrier.remove(TRACEPARENT_HEADER);
+                    carrier.remove(TRACESTATE_HEADER);
+                }
+                p.inject_parts(cx, carrier, decision.trace_context, decision.baggage);
+            }
+            None => opentelemetry::global::get_text_map_propagator(|p| {
+                if decision.trace_context {
+                    for field in p.fields() {
+                        carrier.remove(field);
+                    }
+                }
+                inject_global(p, decision, cx, carrier);
+            }),
+        }
+    }
+
     fn inject_into(&self, decision: OutboundDecision, cx: &Context, mut target: Target<'_>) {
         // Static names: a `&str` key would be parsed into a header name on every lookup.
         const TRACEPARENT: HeaderName = HeaderName::from_static(TRACEPARENT_HEADER);
@@ -195,20 +233,30 @@ impl Propagation {
                         headers.remove(field);
                     }
                 }
-                target.inject_global(|carrier| match (decision.trace_context, decision.baggage) {
-                    (true, true) => p.inject_context(cx, carrier),
-                    // The span alone: nothing else of the Context (its baggage) goes out.
-                    (true, false) => {
-                        let sc = cx.span().span_context().clone();
-                        p.inject_context(&Context::new().with_remote_span_context(sc), carrier);
-                    }
-                    // The Context without its span.
-                    _ => p.inject_context(
-                        &cx.with_remote_span_context(SpanContext::empty_context()),
-                        carrier,
-                    ),
-                });
+                target.inject_global(|carrier| inject_global(p, decision, cx, carrier));
             }),
         }
+    }
+}
+
+/// Injects with the global propagator `p` what `decision` allows of `cx`.
+fn inject_global(
+    p: &dyn TextMapPropagator,
+    decision: OutboundDecision,
+    cx: &Context,
+    carrier: &mut dyn Injector,
+) {
+    match (decision.trace_context, decision.baggage) {
+        (true, true) => p.inject_context(cx, carrier),
+        // The span alone: nothing else of the Context (its baggage) goes out.
+        (true, false) => {
+            let sc = cx.span().span_context().clone();
+            p.inject_context(&Context::new().with_remote_span_context(sc), carrier);
+        }
+        // The Context without its span.
+        _ => p.inject_context(
+            &cx.with_remote_span_context(SpanContext::empty_context()),
+            carrier,
+        ),
     }
 }

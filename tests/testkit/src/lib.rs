@@ -25,6 +25,8 @@
 //! - [`fixtures`]: the span contexts and baggage the tests and benches use again and again.
 //! - [`metrics`]: a meter provider with the SDK's in-memory metric exporter, and the data points
 //!   it collected, per instrument (the metrics part of every adapter's suite).
+//! - [`nats`]: a real `nats-server` on a free port for a test, stopped after it (skipped without
+//!   the binary unless `LENS_NATS=require`).
 //! - [`order`]: the balanced order in which A/B comparisons run their arms.
 //! - [`suite`]: the behaviour suite every adapter crate runs (one list of scenarios and checks).
 //!
@@ -39,6 +41,7 @@ pub mod active;
 pub mod describe;
 pub mod fixtures;
 pub mod metrics;
+pub mod nats;
 pub mod order;
 pub mod recorder;
 pub mod suite;

@@ -118,6 +118,12 @@ impl Metrics {
                             points.push(point(&mut p.attributes(), value, value, Vec::new()));
                         }
                     }
+                    AggregatedMetrics::U64(MetricData::Sum(sum)) => {
+                        for p in sum.data_points() {
+                            let value = p.value() as f64;
+                            points.push(point(&mut p.attributes(), value, value, Vec::new()));
+                        }
+                    }
                     other => panic!("unexpected data for {}: {other:?}", metric.name()),
                 }
             }

@@ -1,0 +1,578 @@
+//! The consumer side: a CONSUMER `process` span per message, current while the user handles
+//! it; a CLIENT `receive` span per pulled batch; CLIENT `settle` spans for JetStream acks.
+
+use std::collections::VecDeque;
+use std::future::{Future, IntoFuture};
+use std::ops::Deref;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+
+use async_nats::header::{HeaderMap, NATS_MESSAGE_ID};
+use async_nats::jetstream::AckKind;
+use async_nats::jetstream::consumer::pull::{Batch, BatchErrorKind};
+use async_nats::{Client, Subscriber};
+use futures_core::Stream;
+use lens_span::messaging::{
+    ConsumerParent, DestinationPolicy, MessagingErrors, Operation, OperationStatus, OperationType,
+};
+use lens_span::metrics::Instruments;
+use lens_span::{LiveSpan, SpanOptions};
+use opentelemetry::context::FutureExt as _;
+use opentelemetry::trace::TraceContextExt as _;
+use opentelemetry::{Context, KeyValue, StringValue};
+
+use crate::{MessageInfo, Nats, NatsHeaders, ReceiveError, SYSTEM, Server};
+
+/// The knobs of the consumer side; [`Consumer::subscriber`], [`Consumer::messages`] and
+/// [`Consumer::receive`] wrap what async-nats gives.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use futures_util::StreamExt;
+/// use lens_core::InboundPolicy;
+/// use lens_span::messaging::DestinationPolicy;
+///
+/// let client = async_nats::connect("127.0.0.1:4222").await?;
+/// let consumer = lens_nats::Consumer::new().with_inbound_policy(
+///     DestinationPolicy::new(InboundPolicy::trust_all())
+///         .for_destination("partner.>", InboundPolicy::link_all()),
+/// );
+/// let mut jobs = consumer.subscriber(&client, client.subscribe("jobs.>").await?);
+/// while let Some(message) = jobs.next().await {
+///     // The `process` span is current inside `in_span` and ends when `message` is dropped.
+///     message.in_span(async { println!("{:?}", message.payload) }).await;
+/// }
+/// # Ok(()) }
+/// ```
+pub struct Consumer {
+    options: SpanOptions<Nats, DestinationPolicy>,
+    parent: ConsumerParent,
+    server: Option<Server>,
+}
+
+impl std::fmt::Debug for Consumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Consumer")
+            .field("options", &self.options)
+            .field("parent", &self.parent)
+            .field("server", &self.server)
+            .finish()
+    }
+}
+
+lens_span::span_knobs!(Consumer, request: MessageInfo<'_>, response: OperationStatus,
+    status: OperationStatus, policy: with_inbound_policy(DestinationPolicy));
+
+impl Consumer {
+    /// Spans from the global tracer provider (scope `lens-nats`), lens's propagator, every
+    /// message's context trusted, `process` spans children of their message's context.
+    pub fn new() -> Self {
+        let mut options = SpanOptions::global(
+            "lens-nats",
+            env!("CARGO_PKG_VERSION"),
+            DestinationPolicy::default(),
+        );
+        options.set_instruments(Instruments::Messaging);
+        Consumer {
+            options,
+            parent: ConsumerParent::Message,
+            server: None,
+        }
+    }
+
+    fn options_mut(&mut self) -> &mut SpanOptions<Nats, DestinationPolicy> {
+        &mut self.options
+    }
+
+    /// Whether a `process` span is the child of its message's context
+    /// ([`ConsumerParent::Message`], the default) or starts a new trace that links to it
+    /// ([`ConsumerParent::Links`]); docs/messaging.md says when to choose which.
+    pub fn with_consumer_parent(mut self, parent: ConsumerParent) -> Self {
+        self.parent = parent;
+        self
+    }
+
+    /// Records `server.address` / `server.port` as these (default: what the server said of
+    /// itself when the client connected, read once when a wrapper is built).
+    pub fn with_server(mut self, address: impl Into<String>, port: Option<u16>) -> Self {
+        self.server = Some(Server::new(address.into(), port));
+        self
+    }
+
+    fn shared(&self, client: &Client) -> Arc<Shared> {
+        Arc::new(Shared {
+            options: self.options.clone(),
+            parent: self.parent,
+            server: self.server.clone().unwrap_or_else(|| Server::of(client)),
+            inbox_prefix: crate::inbox_prefix(client),
+        })
+    }
+
+    /// Wraps a core subscriber (from `subscribe` or `queue_subscribe`) of `client`: it yields
+    /// each message in a [`Processing`].
+    pub fn subscriber(&self, client: &Client, subscriber: Subscriber) -> TracedSubscriber {
+        TracedSubscriber {
+            inner: subscriber,
+            shared: self.shared(client),
+        }
+    }
+
+    /// Wraps a JetStream pull consumer's message stream (`consumer.messages().await?`), one
+    /// message at a time, each in a [`Processing`] whose `ack` / `nak` / `term` are traced.
+    pub fn messages(
+        &self,
+        client: &Client,
+        messages: async_nats::jetstream::consumer::pull::Stream,
+    ) -> TracedMessages {
+        TracedMessages {
+            inner: messages,
+            shared: self.shared(client),
+        }
+    }
+
+    /// Pulls a batch as one `receive` operation: `pull` is the not yet awaited
+    /// `consumer.fetch()...messages()` or `consumer.batch()...messages()` of a pull consumer
+    /// on `client`, `destination` names what it reads (the stream or the filter subject). The
+    /// CLIENT span starts now, links to every message's context (as the policy for the
+    /// message's subject allows) and ends when the batch is complete; each message is then
+    /// processed from the [`ReceivedBatch`], its `process` span linked to the `receive` span.
+    ///
+    /// A batch that fails after some messages arrived keeps them: the error is recorded on the
+    /// span and returned by [`ReceivedBatch::error`].
+    pub async fn receive<F>(
+        &self,
+        client: &Client,
+        destination: &str,
+        pull: F,
+    ) -> Result<ReceivedBatch, ReceiveError>
+    where
+        F: IntoFuture<Output = Result<Batch, async_nats::jetstream::consumer::pull::BatchError>>,
+    {
+        let shared = self.shared(client);
+        let info = MessageInfo {
+            subject: destination,
+            headers: None,
+            payload: &[],
+            operation: OperationType::Receive,
+        };
+        let mut span = shared.options.filter_decision(&info).span.then(|| {
+            let operation = shared.operation("receive", OperationType::Receive, destination);
+            shared
+                .options
+                .start_operation(&info, &operation, &Context::current(), Vec::new())
+        });
+        let mut messages = VecDeque::new();
+        let mut error = None;
+        match pull.into_future().await {
+            Err(e) => {
+                // `PinnedClient` exists only with async-nats's `server_2_11` feature, which
+                // another crate in the build may turn on.
+                #[allow(unreachable_patterns)]
+                let kind = match e.kind() {
+                    BatchErrorKind::Subscribe => "subscribe",
+                    BatchErrorKind::Pull => "pull",
+                    BatchErrorKind::Flush => "flush",
+                    BatchErrorKind::Serialize => "serialize",
+                    _ => "_OTHER",
+                };
+                shared.finish(span, crate::publish::failed_status(kind, &e));
+                return Err(ReceiveError::Pull(e));
+            }
+            Ok(mut batch) => {
+                while let Some(next) =
+                    std::future::poll_fn(|cx| Pin::new(&mut batch).poll_next(cx)).await
+                {
+                    match next {
+                        Ok(message) => messages.push_back(message),
+                        Err(e) => {
+                            error = Some(e);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(span) = &mut span {
+            for message in &messages {
+                let core = &message.message;
+                let empty = HeaderMap::new();
+                let headers = core.headers.as_ref().unwrap_or(&empty);
+                if let Some(link) = shared
+                    .options
+                    .message_link(core.subject.as_str(), &NatsHeaders(headers))
+                {
+                    span.span().add_link(link.span_context, Vec::new());
+                }
+            }
+            span.set_attribute(KeyValue::new(
+                opentelemetry_semantic_conventions::attribute::MESSAGING_BATCH_MESSAGE_COUNT,
+                i64::try_from(messages.len()).unwrap_or(i64::MAX),
+            ));
+            span.set_messages(messages.len() as u64);
+        }
+        let receive_cx = span.as_ref().map(|s| s.context().clone());
+        let status = match &error {
+            Some(e) => crate::publish::failed_status("_OTHER", e),
+            None => OperationStatus::Ok,
+        };
+        shared.finish(span, status);
+        if messages.is_empty()
+            && let Some(e) = error
+        {
+            return Err(ReceiveError::Message(e));
+        }
+        Ok(ReceivedBatch {
+            messages,
+            receive_cx,
+            shared,
+            error,
+        })
+    }
+}
+
+/// What every wrapper of one consumer reads (never written after it is built: no lock).
+#[derive(Debug)]
+struct Shared {
+    options: SpanOptions<Nats, DestinationPolicy>,
+    parent: ConsumerParent,
+    server: Server,
+    inbox_prefix: String,
+}
+
+impl Shared {
+    fn operation<'a>(
+        &self,
+        name: &'static str,
+        kind: OperationType,
+        destination: &'a str,
+    ) -> Operation<'a> {
+        let mut operation = Operation::new(SYSTEM, name, kind).with_destination(
+            destination,
+            crate::is_temporary(&self.inbox_prefix, destination),
+        );
+        operation.server_address = Some(self.server.address.clone());
+        operation.server_port = self.server.port;
+        operation
+    }
+
+    fn finish(&self, span: Option<LiveSpan>, status: OperationStatus) {
+        if let Some(mut span) = span {
+            self.options
+                .responder()
+                .respond(&mut span, &status, &status, &MessagingErrors);
+        }
+    }
+
+    /// The `process` span of `message`, started under the Context current now (or `current`).
+    fn process<M: NatsMessage>(
+        self: &Arc<Self>,
+        message: M,
+        current: &Context,
+        counted: bool,
+    ) -> Processing<M> {
+        let core = message.core();
+        let subject = core.subject.as_str();
+        let info = MessageInfo {
+            subject,
+            headers: core.headers.as_ref(),
+            payload: &core.payload,
+            operation: OperationType::Process,
+        };
+        let span = self.options.filter_decision(&info).span.then(|| {
+            let empty = HeaderMap::new();
+            let headers = core.headers.as_ref().unwrap_or(&empty);
+            let message_id = headers.get(NATS_MESSAGE_ID).map(|v| v.as_str());
+            let mut operation = self
+                .operation("process", OperationType::Process, subject)
+                .with_body_size(core.payload.len());
+            if let Some(id) = message_id {
+                operation = operation.with_message_id(id);
+            }
+            let mut span = self.options.start_process(
+                &info,
+                &operation,
+                &NatsHeaders(headers),
+                self.parent,
+                current,
+            );
+            if counted {
+                span.set_messages(0);
+            }
+            message.annotate(&mut span);
+            span
+        });
+        Processing {
+            message,
+            span,
+            shared: Arc::clone(self),
+        }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for async_nats::Message {}
+    impl Sealed for async_nats::jetstream::Message {}
+}
+
+/// A message lens-nats traces: a core [`async_nats::Message`] or a JetStream
+/// [`async_nats::jetstream::Message`] (sealed).
+pub trait NatsMessage: sealed::Sealed {
+    /// The core message (subject, headers, payload).
+    fn core(&self) -> &async_nats::Message;
+    /// Adds what this kind of message knows to its `process` span.
+    #[doc(hidden)]
+    fn annotate(&self, span: &mut LiveSpan);
+}
+
+impl NatsMessage for async_nats::Message {
+    fn core(&self) -> &async_nats::Message {
+        self
+    }
+
+    fn annotate(&self, _span: &mut LiveSpan) {}
+}
+
+impl NatsMessage for async_nats::jetstream::Message {
+    fn core(&self) -> &async_nats::Message {
+        &self.message
+    }
+
+    /// The stream and its sequence, as the publisher's ack recorded them.
+    fn annotate(&self, span: &mut LiveSpan) {
+        if let Ok(info) = self.info() {
+            span.set_attribute(KeyValue::new(
+                crate::STREAM,
+                StringValue::from(info.stream.to_owned()),
+            ));
+            span.set_attribute(KeyValue::new(
+                crate::SEQUENCE,
+                i64::try_from(info.stream_sequence).unwrap_or(i64::MAX),
+            ));
+        }
+    }
+}
+
+/// A message as it was delivered (`Deref` to async-nats's own type, unchanged), with its
+/// CONSUMER `process` span: current inside [`Processing::in_span`], ended exactly once, when
+/// this is dropped or [`Processing::into_inner`] is called.
+pub struct Processing<M> {
+    message: M,
+    span: Option<LiveSpan>,
+    shared: Arc<Shared>,
+}
+
+impl<M: std::fmt::Debug> std::fmt::Debug for Processing<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Processing")
+            .field("message", &self.message)
+            .field("span", &self.span)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M> Deref for Processing<M> {
+    type Target = M;
+
+    fn deref(&self) -> &M {
+        &self.message
+    }
+}
+
+impl<M> Processing<M> {
+    /// The Context of the `process` span (with the message's baggage when trusted); the
+    /// Context current now when the filter gave the message no span.
+    pub fn context(&self) -> Context {
+        match &self.span {
+            Some(span) => span.context().clone(),
+            None => Context::current(),
+        }
+    }
+
+    /// Runs `work` with the `process` span's Context current while it is polled (what the
+    /// handler publishes is its child, its baggage the message's).
+    pub fn in_span<F: Future>(&self, work: F) -> impl Future<Output = F::Output> {
+        work.with_context(self.context())
+    }
+
+    /// Records that handling the message failed: `error.type` and status Error on the
+    /// `process` span (the failure hook runs).
+    pub fn fail(&mut self, error_type: &'static str, description: impl Into<String>) {
+        if let Some(span) = &mut self.span {
+            span.record(lens_span::classify::Outcome::failure(
+                error_type,
+                description.into(),
+            ));
+        }
+    }
+
+    /// Ends the `process` span and gives the message back.
+    pub fn into_inner(self) -> M {
+        self.message
+    }
+}
+
+/// The settlement of a JetStream message, each a CLIENT `settle` span under the `process`
+/// span (`ack orders`, `nak orders`, `term orders`).
+impl Processing<async_nats::jetstream::Message> {
+    /// Acknowledges the message.
+    pub async fn ack(&self) -> Result<(), async_nats::Error> {
+        self.settle("ack", AckKind::Ack).await
+    }
+
+    /// Asks for redelivery (after `delay`, if given).
+    pub async fn nak(&self, delay: Option<std::time::Duration>) -> Result<(), async_nats::Error> {
+        self.settle("nak", AckKind::Nak(delay)).await
+    }
+
+    /// Stops redelivery.
+    pub async fn term(&self) -> Result<(), async_nats::Error> {
+        self.settle("term", AckKind::Term).await
+    }
+
+    /// Settles with `kind`, named `name` in the span.
+    pub async fn settle(&self, name: &'static str, kind: AckKind) -> Result<(), async_nats::Error> {
+        let shared = &self.shared;
+        let subject = self.message.message.subject.as_str();
+        let info = MessageInfo {
+            subject,
+            headers: self.message.message.headers.as_ref(),
+            payload: &self.message.message.payload,
+            operation: OperationType::Settle,
+        };
+        let span = shared.options.filter_decision(&info).span.then(|| {
+            let operation = shared.operation(name, OperationType::Settle, subject);
+            shared
+                .options
+                .start_operation(&info, &operation, &self.context(), Vec::new())
+        });
+        let result = self.message.ack_with(kind).await;
+        let status = match &result {
+            Ok(()) => OperationStatus::Ok,
+            Err(e) => crate::publish::failed_status("_OTHER", e),
+        };
+        shared.finish(span, status);
+        result
+    }
+}
+
+/// A core [`Subscriber`] (plain or queue group) whose messages come in a [`Processing`].
+#[derive(Debug)]
+pub struct TracedSubscriber {
+    inner: Subscriber,
+    shared: Arc<Shared>,
+}
+
+impl TracedSubscriber {
+    /// The wrapped subscriber (unsubscribe, drain).
+    pub fn inner_mut(&mut self) -> &mut Subscriber {
+        &mut self.inner
+    }
+}
+
+impl Stream for TracedSubscriber {
+    type Item = Processing<async_nats::Message>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_next(cx) {
+            Poll::Ready(Some(message)) => Poll::Ready(Some(this.shared.process(
+                message,
+                &Context::current(),
+                false,
+            ))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// A JetStream pull consumer's message stream whose messages come in a [`Processing`].
+pub struct TracedMessages {
+    inner: async_nats::jetstream::consumer::pull::Stream,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for TracedMessages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TracedMessages").finish_non_exhaustive()
+    }
+}
+
+impl Stream for TracedMessages {
+    type Item = Result<
+        Processing<async_nats::jetstream::Message>,
+        async_nats::jetstream::consumer::pull::MessagesError,
+    >;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_next(cx) {
+            Poll::Ready(Some(Ok(message))) => Poll::Ready(Some(Ok(this.shared.process(
+                message,
+                &Context::current(),
+                false,
+            )))),
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// The messages of one `receive` ([`Consumer::receive`]): iterate to process them, each
+/// `process` span started when its message is taken, linked to the `receive` span.
+pub struct ReceivedBatch {
+    messages: VecDeque<async_nats::jetstream::Message>,
+    receive_cx: Option<Context>,
+    shared: Arc<Shared>,
+    error: Option<async_nats::Error>,
+}
+
+impl std::fmt::Debug for ReceivedBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReceivedBatch")
+            .field("messages", &self.messages.len())
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReceivedBatch {
+    /// How many messages are left to process.
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Whether every message was taken (or none came).
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// The error that ended the batch early, after the messages it holds arrived.
+    pub fn error(&self) -> Option<&async_nats::Error> {
+        self.error.as_ref()
+    }
+
+    /// The `receive` span's span context (none when the filter gave the batch no span).
+    pub fn receive_span_context(&self) -> Option<opentelemetry::trace::SpanContext> {
+        self.receive_cx
+            .as_ref()
+            .map(|cx| cx.span().span_context().clone())
+    }
+}
+
+impl Iterator for ReceivedBatch {
+    type Item = Processing<async_nats::jetstream::Message>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let message = self.messages.pop_front()?;
+        let current = self.receive_cx.clone().unwrap_or_else(Context::current);
+        // The receive span counted the message as consumed already.
+        Some(
+            self.shared
+                .process(message, &current, self.receive_cx.is_some()),
+        )
+    }
+}

@@ -1,0 +1,143 @@
+//! lens-nats: W3C trace context across NATS ([async-nats](https://docs.rs/async-nats) 0.52),
+//! with PRODUCER and CONSUMER spans per the OpenTelemetry messaging conventions (1.44, status
+//! Development), wire-compatible with NVIDIA NeMo Lens (`inject_context(headers)` /
+//! `extract_context(msg.headers)` on the Python side).
+//!
+//! ```no_run
+//! // Needs a nats-server on 127.0.0.1:4222 (`nats-server -js`).
+//! use futures_util::StreamExt;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // Your own client, connected as usual: lens-nats wraps it, no global state.
+//! let client = async_nats::connect("127.0.0.1:4222").await?;
+//! let consumer = lens_nats::Consumer::new();
+//! let mut jobs = consumer.subscriber(&client, client.subscribe("jobs.rollout").await?);
+//!
+//! let producer = lens_nats::Producer::new().client(client.clone());
+//! // A PRODUCER span `send jobs.rollout`; traceparent / tracestate / baggage in the headers.
+//! producer.publish("jobs.rollout", "step 1".into()).await?;
+//!
+//! if let Some(job) = jobs.next().await {
+//!     // `job` derefs to the async_nats::Message as it was sent. Its CONSUMER span
+//!     // `process jobs.rollout` is the child of the producer's span, current inside
+//!     // `in_span`, and ends when `job` is dropped.
+//!     job.in_span(async {
+//!         assert_eq!(job.payload, "step 1");
+//!     })
+//!     .await;
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! - Publish ([`Producer`] → [`TracedClient`], [`TracedJetStream`]): one PRODUCER `send` span
+//!   per message, its context and the caller's baggage injected into the message's headers
+//!   (`traceparent`, `tracestate`, `baggage`) beside the caller's own; core publish,
+//!   request/reply (the responder's `process` span is the child of the request's span, its
+//!   reply in the same trace), JetStream publish up to the stream's ack (its stream and
+//!   sequence recorded, a failure classified).
+//! - Consume ([`Consumer`] → [`TracedSubscriber`], [`TracedMessages`],
+//!   [`Consumer::receive`]): async-nats's own messages, each in a [`Processing`] that holds
+//!   its CONSUMER `process` span; a pulled batch as one CLIENT `receive` span linked to every
+//!   message; JetStream `ack` / `nak` / `term` as `settle` spans.
+//! - Parent or link ([`ConsumerParent`]), the inbound trust policy per subject
+//!   ([`DestinationPolicy`]), and the knobs of every lens adapter (`with_filter`,
+//!   `with_span_name`, `with_request_attributes`, `with_response_attributes`,
+//!   `with_classifier`, `with_on_failure`, `with_meter`): lens-span's messaging lifecycle,
+//!   written once.
+//! - Bad input never costs a message: a malformed, repeated or oversized `traceparent`, an
+//!   over-limit `tracestate`, odd values or no headers at all: the message is delivered as
+//!   sent, its `process` span starts a new trace and records why (`lens.trace.new_root`),
+//!   nothing panics, nothing is logged.
+//!
+//! docs/messaging.md has the whole picture.
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod carrier;
+mod consume;
+mod error;
+mod publish;
+
+use async_nats::Client;
+use async_nats::header::HeaderMap;
+use opentelemetry::StringValue;
+
+pub use carrier::NatsHeaders;
+pub use consume::{
+    Consumer, NatsMessage, Processing, ReceivedBatch, TracedMessages, TracedSubscriber,
+};
+pub use error::ReceiveError;
+pub use lens_span::messaging::{ConsumerParent, DestinationPolicy, OperationStatus, OperationType};
+pub use publish::{Producer, TracedClient, TracedJetStream};
+
+/// `messaging.system` of every span lens-nats makes.
+pub const SYSTEM: &str = "nats";
+
+/// The JetStream stream of a message (publish: from the ack; process: from the message).
+pub const STREAM: &str = "messaging.nats.stream";
+
+/// The message's sequence in its JetStream stream (publish: from the ack; process: from the
+/// message), the same number on both sides.
+pub const SEQUENCE: &str = "messaging.nats.stream_sequence";
+
+/// What the hooks of lens-nats see of one operation (`with_filter`, `with_span_name`,
+/// `with_request_attributes`).
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct MessageInfo<'a> {
+    /// The subject (for a `receive`: the destination named in [`Consumer::receive`]).
+    pub subject: &'a str,
+    /// The message's headers as the caller set them (publish) or as they arrived (process).
+    pub headers: Option<&'a HeaderMap>,
+    /// The payload (empty for a `receive`).
+    pub payload: &'a [u8],
+    /// Which operation.
+    pub operation: OperationType,
+}
+
+/// lens-nats as a lens-span adapter: what its hooks and its classifier see.
+#[derive(Debug)]
+pub(crate) struct Nats;
+
+impl lens_span::Adapter for Nats {
+    type Request<'a> = MessageInfo<'a>;
+    type Response<'a> = OperationStatus;
+    type Status = OperationStatus;
+}
+
+/// The broker's address for `server.address` / `server.port`, read once per wrapper.
+#[derive(Clone, Debug)]
+struct Server {
+    address: StringValue,
+    port: Option<u16>,
+}
+
+impl Server {
+    fn new(address: String, port: Option<u16>) -> Self {
+        Server {
+            address: StringValue::from(address),
+            port,
+        }
+    }
+
+    /// What the server said of itself when `client` connected (its `INFO`).
+    fn of(client: &Client) -> Self {
+        let info = client.server_info();
+        Server::new(info.host, (info.port != 0).then_some(info.port))
+    }
+}
+
+/// The prefix of `client`'s reply inboxes (`_INBOX.` unless configured), read once: replies
+/// go to subjects under it, temporary destinations.
+fn inbox_prefix(client: &Client) -> String {
+    let inbox = client.new_inbox();
+    match inbox.rsplit_once('.') {
+        Some((prefix, _)) => format!("{prefix}."),
+        None => inbox,
+    }
+}
+
+fn is_temporary(inbox_prefix: &str, subject: &str) -> bool {
+    !inbox_prefix.is_empty() && subject.starts_with(inbox_prefix)
+}

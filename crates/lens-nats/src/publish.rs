@@ -1,0 +1,348 @@
+//! The producer side: a PRODUCER `send` span per message, the current context and baggage
+//! injected into the message's headers.
+
+use std::sync::Arc;
+
+use async_nats::header::{HeaderMap, NATS_MESSAGE_ID};
+use async_nats::jetstream::context::PublishErrorKind as JetStreamErrorKind;
+use async_nats::subject::ToSubject;
+use async_nats::{Client, PublishErrorKind, RequestErrorKind, Subject};
+use bytes::Bytes;
+use lens_core::OutboundPolicy;
+use lens_span::messaging::{MessagingErrors, Operation, OperationStatus, OperationType};
+use lens_span::metrics::Instruments;
+use lens_span::{LiveSpan, SpanOptions};
+use opentelemetry::{Context, KeyValue, StringValue};
+
+use crate::{MessageInfo, Nats, NatsHeaders, SYSTEM, Server};
+
+/// The knobs of the producer side; [`Producer::client`] and [`Producer::jetstream`] wrap an
+/// async-nats client or JetStream context the user already built.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = async_nats::connect("127.0.0.1:4222").await?;
+/// let traced = lens_nats::Producer::new()
+///     .with_span_name(|m: &lens_nats::MessageInfo<'_>| format!("send {}", m.subject).into())
+///     .client(client);
+/// traced.publish("jobs.rollout", "payload".into()).await?;
+/// # Ok(()) }
+/// ```
+pub struct Producer {
+    options: SpanOptions<Nats, OutboundPolicy>,
+    server: Option<Server>,
+}
+
+impl std::fmt::Debug for Producer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Producer")
+            .field("options", &self.options)
+            .field("server", &self.server)
+            .finish()
+    }
+}
+
+lens_span::span_knobs!(Producer, request: MessageInfo<'_>, response: OperationStatus,
+    status: OperationStatus, policy: with_outbound_policy(OutboundPolicy));
+
+impl Producer {
+    /// Spans from the global tracer provider (scope `lens-nats`), lens's propagator, context
+    /// and baggage sent to every server, no hooks.
+    pub fn new() -> Self {
+        let mut options = SpanOptions::global(
+            "lens-nats",
+            env!("CARGO_PKG_VERSION"),
+            OutboundPolicy::default(),
+        );
+        options.set_instruments(Instruments::Messaging);
+        Producer {
+            options,
+            server: None,
+        }
+    }
+
+    fn options_mut(&mut self) -> &mut SpanOptions<Nats, OutboundPolicy> {
+        &mut self.options
+    }
+
+    /// Records `server.address` / `server.port` as these (default: what the server said of
+    /// itself when the client connected, read once when the client is wrapped). The outbound
+    /// policy decides by this address.
+    pub fn with_server(mut self, address: impl Into<String>, port: Option<u16>) -> Self {
+        self.server = Some(Server::new(address.into(), port));
+        self
+    }
+
+    /// Wraps `client`: its publishes and requests are traced.
+    pub fn client(self, client: Client) -> TracedClient {
+        let shared = self.shared(&client);
+        TracedClient { client, shared }
+    }
+
+    /// Wraps `jetstream`: its publishes are traced, up to the broker's ack.
+    pub fn jetstream(self, jetstream: async_nats::jetstream::Context) -> TracedJetStream {
+        let shared = self.shared(&jetstream.client());
+        TracedJetStream { jetstream, shared }
+    }
+
+    fn shared(self, client: &Client) -> Arc<Shared> {
+        Arc::new(Shared {
+            server: self.server.unwrap_or_else(|| Server::of(client)),
+            inbox_prefix: crate::inbox_prefix(client),
+            options: self.options,
+        })
+    }
+}
+
+/// What every traced publish of one wrapper reads (never written after it is built: no lock).
+#[derive(Debug)]
+struct Shared {
+    options: SpanOptions<Nats, OutboundPolicy>,
+    server: Server,
+    inbox_prefix: String,
+}
+
+impl Shared {
+    /// Starts the `send` span of a message to `subject` (when the filter wants one) and injects
+    /// its context, or the caller's, into `headers` (when the filter and the policy let it).
+    fn start_send(
+        &self,
+        subject: &str,
+        headers: &mut HeaderMap,
+        payload: &[u8],
+    ) -> Option<LiveSpan> {
+        let info = MessageInfo {
+            subject,
+            headers: Some(headers),
+            payload,
+            operation: OperationType::Send,
+        };
+        let decision = self.options.filter_decision(&info);
+        let parent = Context::current();
+        let span = decision.span.then(|| {
+            let message_id = headers.get(NATS_MESSAGE_ID).map(|v| v.as_str());
+            let mut operation = Operation::new(SYSTEM, "send", OperationType::Send)
+                .with_destination(subject, crate::is_temporary(&self.inbox_prefix, subject))
+                .with_body_size(payload.len());
+            if let Some(id) = message_id {
+                operation = operation.with_message_id(id);
+            }
+            operation.server_address = Some(self.server.address.clone());
+            operation.server_port = self.server.port;
+            self.options
+                .start_operation(&info, &operation, &parent, Vec::new())
+        });
+        if decision.inject {
+            let cx = span.as_ref().map_or(&parent, LiveSpan::context);
+            let outbound = self.options.policy().decide(self.server.address.as_str());
+            self.options
+                .propagation()
+                .inject_message(outbound, cx, &mut NatsHeaders(headers));
+        }
+        span
+    }
+
+    /// Records how the operation ended (the classifier, the response hook) and ends the span.
+    fn finish(&self, span: Option<LiveSpan>, status: OperationStatus) {
+        if let Some(mut span) = span {
+            self.options
+                .responder()
+                .respond(&mut span, &status, &status, &MessagingErrors);
+        }
+    }
+}
+
+pub(crate) fn failed_status(
+    error_type: &'static str,
+    error: &dyn std::fmt::Display,
+) -> OperationStatus {
+    OperationStatus::Failed {
+        error_type: error_type.into(),
+        description: error.to_string(),
+    }
+}
+
+/// An async-nats [`Client`] whose publishes and requests are traced: one PRODUCER span per
+/// message, the span's context (and the caller's baggage) in the message's headers beside the
+/// caller's own. Cheap to clone; [`TracedClient::inner`] is the client itself, for everything
+/// else.
+#[derive(Clone, Debug)]
+pub struct TracedClient {
+    client: Client,
+    shared: Arc<Shared>,
+}
+
+impl TracedClient {
+    /// The wrapped client (subscribe, flush, drain: untraced operations).
+    pub fn inner(&self) -> &Client {
+        &self.client
+    }
+
+    /// Publishes `payload` to `subject` with trace context in new headers. The span ends when
+    /// the client has queued the message (core NATS has no acknowledgement).
+    pub async fn publish<S: ToSubject>(
+        &self,
+        subject: S,
+        payload: Bytes,
+    ) -> Result<(), async_nats::PublishError> {
+        self.publish_with_headers(subject, HeaderMap::new(), payload)
+            .await
+    }
+
+    /// Publishes with the caller's `headers`, trace context added (a stale `traceparent` /
+    /// `tracestate` replaced).
+    pub async fn publish_with_headers<S: ToSubject>(
+        &self,
+        subject: S,
+        mut headers: HeaderMap,
+        payload: Bytes,
+    ) -> Result<(), async_nats::PublishError> {
+        let subject: Subject = subject.to_subject();
+        let span = self.shared.start_send(&subject, &mut headers, &payload);
+        let result = self
+            .client
+            .publish_with_headers(subject, headers, payload)
+            .await;
+        let status = match &result {
+            Ok(()) => OperationStatus::Ok,
+            Err(e) => failed_status(publish_error_type(e.kind()), e),
+        };
+        self.shared.finish(span, status);
+        result
+    }
+
+    /// Sends a request and waits for its reply: the PRODUCER span lasts until the reply (or
+    /// the error) arrives; a traced responder's `process` span is its child, and what the
+    /// responder publishes while processing (the reply) lands in the same trace.
+    pub async fn request<S: ToSubject>(
+        &self,
+        subject: S,
+        payload: Bytes,
+    ) -> Result<async_nats::Message, async_nats::RequestError> {
+        self.request_with_headers(subject, HeaderMap::new(), payload)
+            .await
+    }
+
+    /// [`TracedClient::request`] with the caller's `headers`.
+    pub async fn request_with_headers<S: ToSubject>(
+        &self,
+        subject: S,
+        mut headers: HeaderMap,
+        payload: Bytes,
+    ) -> Result<async_nats::Message, async_nats::RequestError> {
+        let subject: Subject = subject.to_subject();
+        let span = self.shared.start_send(&subject, &mut headers, &payload);
+        let result = self
+            .client
+            .request_with_headers(subject, headers, payload)
+            .await;
+        let status = match &result {
+            Ok(_) => OperationStatus::Ok,
+            Err(e) => failed_status(request_error_type(e.kind()), e),
+        };
+        self.shared.finish(span, status);
+        result
+    }
+}
+
+/// An async-nats JetStream context whose publishes are traced: the PRODUCER span lasts until
+/// the stream acknowledges the message, records the ack's stream and sequence
+/// (`messaging.nats.stream`, `messaging.nats.stream_sequence`), and classifies a failed publish
+/// (`error.type` = `stream_not_found`, `timed_out`, ...).
+#[derive(Clone, Debug)]
+pub struct TracedJetStream {
+    jetstream: async_nats::jetstream::Context,
+    shared: Arc<Shared>,
+}
+
+impl TracedJetStream {
+    /// The wrapped context.
+    pub fn inner(&self) -> &async_nats::jetstream::Context {
+        &self.jetstream
+    }
+
+    /// Publishes `payload` to `subject` and waits for the stream's ack.
+    pub async fn publish<S: ToSubject>(
+        &self,
+        subject: S,
+        payload: Bytes,
+    ) -> Result<
+        async_nats::jetstream::publish::PublishAck,
+        async_nats::jetstream::context::PublishError,
+    > {
+        self.publish_with_headers(subject, HeaderMap::new(), payload)
+            .await
+    }
+
+    /// [`TracedJetStream::publish`] with the caller's `headers` (a `Nats-Msg-Id` among them is
+    /// recorded as `messaging.message.id`).
+    pub async fn publish_with_headers<S: ToSubject>(
+        &self,
+        subject: S,
+        mut headers: HeaderMap,
+        payload: Bytes,
+    ) -> Result<
+        async_nats::jetstream::publish::PublishAck,
+        async_nats::jetstream::context::PublishError,
+    > {
+        let subject: Subject = subject.to_subject();
+        let mut span = self.shared.start_send(&subject, &mut headers, &payload);
+        let result = match self
+            .jetstream
+            .publish_with_headers(subject, headers, payload)
+            .await
+        {
+            Ok(ack) => ack.await,
+            Err(e) => Err(e),
+        };
+        let status = match &result {
+            Ok(ack) => {
+                if let Some(span) = &mut span {
+                    span.set_attribute(KeyValue::new(
+                        crate::STREAM,
+                        StringValue::from(ack.stream.clone()),
+                    ));
+                    span.set_attribute(KeyValue::new(
+                        crate::SEQUENCE,
+                        i64::try_from(ack.sequence).unwrap_or(i64::MAX),
+                    ));
+                }
+                OperationStatus::Ok
+            }
+            Err(e) => failed_status(jetstream_error_type(e.kind()), e),
+        };
+        self.shared.finish(span, status);
+        result
+    }
+}
+
+fn publish_error_type(kind: PublishErrorKind) -> &'static str {
+    match kind {
+        PublishErrorKind::MaxPayloadExceeded => "max_payload_exceeded",
+        PublishErrorKind::InvalidSubject => "invalid_subject",
+        PublishErrorKind::Send => "send",
+    }
+}
+
+fn request_error_type(kind: RequestErrorKind) -> &'static str {
+    match kind {
+        RequestErrorKind::TimedOut => "timed_out",
+        RequestErrorKind::NoResponders => "no_responders",
+        RequestErrorKind::InvalidSubject => "invalid_subject",
+        RequestErrorKind::MaxPayloadExceeded => "max_payload_exceeded",
+        RequestErrorKind::Other => "_OTHER",
+    }
+}
+
+fn jetstream_error_type(kind: JetStreamErrorKind) -> &'static str {
+    match kind {
+        JetStreamErrorKind::StreamNotFound => "stream_not_found",
+        JetStreamErrorKind::WrongLastMessageId => "wrong_last_message_id",
+        JetStreamErrorKind::WrongLastSequence => "wrong_last_sequence",
+        JetStreamErrorKind::TimedOut => "timed_out",
+        JetStreamErrorKind::BrokenPipe => "broken_pipe",
+        JetStreamErrorKind::MaxAckPending => "max_ack_pending",
+        JetStreamErrorKind::MaxPayloadExceeded => "max_payload_exceeded",
+        JetStreamErrorKind::Other => "_OTHER",
+    }
+}

@@ -1,0 +1,522 @@
+//! The messaging lifecycle: spans for a message queue per the OpenTelemetry messaging semantic
+//! conventions (1.44, status Development: the keys may still change), on top of the same
+//! [`SpanOptions`] every adapter uses (filter, span name, attribute hooks, classifier, failure
+//! hook, meter).
+//!
+//! | operation | [`OperationType`] | span kind | span name | parent |
+//! | --- | --- | --- | --- | --- |
+//! | publish one message | `send` | PRODUCER | `send {destination}` | the caller's Context |
+//! | pull a batch | `receive` | CLIENT | `receive {destination}` | the caller's Context; a link to every message's context |
+//! | handle one message | `process` | CONSUMER | `process {destination}` | the message's context ([`ConsumerParent::Message`]), or a new trace with a link to it ([`ConsumerParent::Links`]) |
+//! | ack / nak / term | `settle` | CLIENT | `{operation} {destination}` (`ack orders`) | the process span, when current |
+//!
+//! A temporary destination (a reply inbox) is left out of the span name (`send`) and of the
+//! metrics, and marked `messaging.destination.temporary`.
+//!
+//! Which context a consumer trusts is the inbound policy's to say, chosen per destination
+//! ([`DestinationPolicy`]): Trust (the message's span is the parent, its baggage kept), Link
+//! (a new trace with a link to it), Ignore. A CONSUMER span that starts a new trace records
+//! `lens.trace.new_root` ([`crate::new_root`]) as the HTTP and gRPC servers do.
+//!
+//! ```
+//! use std::collections::HashMap;
+//! use lens_core::InboundPolicy;
+//! use lens_span::messaging::{ConsumerParent, DestinationPolicy, Operation, OperationType};
+//! use lens_span::{Adapter, SpanOptions};
+//! use opentelemetry::Context;
+//! use opentelemetry::trace::TracerProvider;
+//! use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+//!
+//! // What the hooks of this (made-up) adapter see: the destination.
+//! struct Demo;
+//! impl Adapter for Demo {
+//!     type Request<'a> = str;
+//!     type Response<'a> = ();
+//!     type Status = lens_span::messaging::OperationStatus;
+//! }
+//!
+//! let exporter = InMemorySpanExporter::default();
+//! let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
+//! let options: SpanOptions<Demo, DestinationPolicy> =
+//!     SpanOptions::new(provider.tracer("demo"), DestinationPolicy::new(InboundPolicy::trust_all()));
+//!
+//! // A message that arrived with its headers, read through lens-core's carrier.
+//! let headers = HashMap::from([(
+//!     "traceparent".to_owned(),
+//!     "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_owned(),
+//! )]);
+//! let carrier = lens_core::MapCarrier(&headers);
+//! let operation = Operation::new("demo", "process", OperationType::Process).with_destination("orders", false);
+//! let span = options.start_process("orders", &operation, &carrier, ConsumerParent::Message, &Context::current());
+//! span.end();
+//!
+//! let spans = exporter.get_finished_spans().unwrap();
+//! assert_eq!(spans[0].name, "process orders");
+//! assert_eq!(spans[0].parent_span_id.to_string(), "00f067aa0ba902b7");
+//! ```
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use lens_core::policy::{InboundContext, InboundPolicy, InboundRequest};
+use lens_core::{InboundDecision, LensContextExt};
+use opentelemetry::propagation::Extractor;
+use opentelemetry::trace::{Link, SpanKind, TraceContextExt};
+use opentelemetry::{Context, KeyValue, StringValue};
+use opentelemetry_semantic_conventions::attribute as semconv;
+
+use crate::classify::{Classify, Outcome};
+use crate::{Adapter, LiveSpan, SpanOptions};
+
+/// The kind of a messaging operation (`messaging.operation.type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OperationType {
+    /// A message created to be sent later (batch publishing): PRODUCER.
+    Create,
+    /// One message (or a batch) sent to the broker: PRODUCER.
+    Send,
+    /// Messages pulled from the broker: CLIENT.
+    Receive,
+    /// One message handled by the application: CONSUMER.
+    Process,
+    /// A message settled with the broker (ack, nak, term): CLIENT.
+    Settle,
+}
+
+impl OperationType {
+    /// The value of `messaging.operation.type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OperationType::Create => "create",
+            OperationType::Send => "send",
+            OperationType::Receive => "receive",
+            OperationType::Process => "process",
+            OperationType::Settle => "settle",
+        }
+    }
+
+    /// The span kind the conventions give the operation.
+    pub fn span_kind(self) -> SpanKind {
+        match self {
+            OperationType::Create | OperationType::Send => SpanKind::Producer,
+            OperationType::Receive | OperationType::Settle => SpanKind::Client,
+            OperationType::Process => SpanKind::Consumer,
+        }
+    }
+}
+
+/// What a single-message `process` span descends from, chosen per consumer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ConsumerParent {
+    /// The child of the context the message carried (when the policy trusts it), with a link
+    /// to the span current when processing began, if any: one trace from producer to
+    /// consumer, what NeMo Lens's `extract_context` + `attach` and most Python
+    /// instrumentations give. The default.
+    #[default]
+    Message,
+    /// A new trace with a link to the message's context (and to the span current when
+    /// processing began): for consumers whose work is not part of the producer's (a message
+    /// handled long after it was sent, or one of many feeding a single piece of work).
+    /// `lens.trace.new_root` is `linked`.
+    Links,
+}
+
+/// What the classifier of a messaging adapter sees: how an operation ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OperationStatus {
+    /// The operation succeeded (a publish acknowledged, a settlement sent).
+    Ok,
+    /// The operation failed; `error_type` is the adapter's low-cardinality name for why.
+    Failed {
+        /// The `error.type` of the failure.
+        error_type: Cow<'static, str>,
+        /// A description for the span status.
+        description: String,
+    },
+}
+
+/// The default classifier of messaging operations: a failed operation is an error, nothing
+/// else is.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MessagingErrors;
+
+impl Classify<OperationStatus> for MessagingErrors {
+    fn classify(&self, status: &OperationStatus) -> Outcome {
+        match status {
+            OperationStatus::Ok => Outcome::Success,
+            OperationStatus::Failed {
+                error_type,
+                description,
+            } => Outcome::failure(error_type.clone(), description.clone()),
+        }
+    }
+}
+
+/// One messaging operation as the conventions describe it: the attributes and the name of its
+/// span. Built by an adapter per operation; what is borrowed is copied into the span's
+/// attributes only.
+#[derive(Clone, Debug)]
+pub struct Operation<'a> {
+    /// `messaging.system` (`nats`, `kafka`, `rabbitmq`).
+    pub system: &'static str,
+    /// `messaging.operation.name`: the system's own name (`send`, `receive`, `process`,
+    /// `ack`); the first word of the span name.
+    pub name: &'static str,
+    /// `messaging.operation.type`.
+    pub operation_type: OperationType,
+    /// `messaging.destination.name`: a subject, topic or queue.
+    pub destination: Option<&'a str>,
+    /// Whether the destination is temporary (a reply inbox): left out of the span name and
+    /// the metrics, `messaging.destination.temporary` set.
+    pub temporary: bool,
+    /// `messaging.message.id`, where the broker gives one.
+    pub message_id: Option<&'a str>,
+    /// `messaging.message.body.size` (bytes).
+    pub body_size: Option<usize>,
+    /// `messaging.batch.message_count` (batch operations).
+    pub batch_count: Option<usize>,
+    /// `server.address` (shared text: cloned without copying).
+    pub server_address: Option<StringValue>,
+    /// `server.port`.
+    pub server_port: Option<u16>,
+}
+
+impl<'a> Operation<'a> {
+    /// An operation of `system` named `name`, of type `operation_type`, nothing else known.
+    pub fn new(system: &'static str, name: &'static str, operation_type: OperationType) -> Self {
+        Operation {
+            system,
+            name,
+            operation_type,
+            destination: None,
+            temporary: false,
+            message_id: None,
+            body_size: None,
+            batch_count: None,
+            server_address: None,
+            server_port: None,
+        }
+    }
+
+    /// Sets the destination, and whether it is temporary.
+    pub fn with_destination(mut self, destination: &'a str, temporary: bool) -> Self {
+        self.destination = Some(destination);
+        self.temporary = temporary;
+        self
+    }
+
+    /// Sets the message id.
+    pub fn with_message_id(mut self, id: &'a str) -> Self {
+        self.message_id = Some(id);
+        self
+    }
+
+    /// Sets the body size.
+    pub fn with_body_size(mut self, bytes: usize) -> Self {
+        self.body_size = Some(bytes);
+        self
+    }
+
+    /// Sets the batch's message count.
+    pub fn with_batch_count(mut self, count: usize) -> Self {
+        self.batch_count = Some(count);
+        self
+    }
+
+    /// Sets the broker's address and port.
+    pub fn with_server(mut self, address: StringValue, port: Option<u16>) -> Self {
+        self.server_address = Some(address);
+        self.server_port = port;
+        self
+    }
+
+    /// The span name the conventions give the operation: `{operation name} {destination}`, or
+    /// the operation name alone for a temporary or unknown destination.
+    pub fn span_name(&self) -> Cow<'static, str> {
+        match self.destination {
+            Some(destination) if !self.temporary => {
+                Cow::Owned(format!("{} {}", self.name, destination))
+            }
+            _ => Cow::Borrowed(self.name),
+        }
+    }
+
+    /// The span's attributes, and how many of the first of them the metrics see (those the
+    /// conventions name for the messaging metrics).
+    pub(crate) fn attributes(&self) -> (Vec<KeyValue>, usize) {
+        let mut attributes = Vec::with_capacity(10);
+        attributes.push(KeyValue::new(semconv::MESSAGING_SYSTEM, self.system));
+        attributes.push(KeyValue::new(semconv::MESSAGING_OPERATION_NAME, self.name));
+        attributes.push(KeyValue::new(
+            semconv::MESSAGING_OPERATION_TYPE,
+            self.operation_type.as_str(),
+        ));
+        if let Some(address) = &self.server_address {
+            attributes.push(KeyValue::new(semconv::SERVER_ADDRESS, address.clone()));
+        }
+        if let Some(port) = self.server_port {
+            attributes.push(KeyValue::new(semconv::SERVER_PORT, i64::from(port)));
+        }
+        let destination = self
+            .destination
+            .map(|d| KeyValue::new(semconv::MESSAGING_DESTINATION_NAME, d.to_owned()));
+        if !self.temporary
+            && let Some(destination) = destination.clone()
+        {
+            attributes.push(destination);
+        }
+        let metric_attributes = attributes.len();
+        if self.temporary
+            && let Some(destination) = destination
+        {
+            attributes.push(destination);
+            attributes.push(KeyValue::new(
+                semconv::MESSAGING_DESTINATION_TEMPORARY,
+                true,
+            ));
+        }
+        if let Some(id) = self.message_id {
+            attributes.push(KeyValue::new(semconv::MESSAGING_MESSAGE_ID, id.to_owned()));
+        }
+        if let Some(size) = self.body_size {
+            attributes.push(KeyValue::new(
+                semconv::MESSAGING_MESSAGE_BODY_SIZE,
+                i64::try_from(size).unwrap_or(i64::MAX),
+            ));
+        }
+        if let Some(count) = self.batch_count {
+            attributes.push(KeyValue::new(
+                semconv::MESSAGING_BATCH_MESSAGE_COUNT,
+                i64::try_from(count).unwrap_or(i64::MAX),
+            ));
+        }
+        (attributes, metric_attributes)
+    }
+}
+
+/// The inbound policy of a consumer, chosen per destination instead of per peer: the first
+/// rule whose pattern matches the message's destination, else the default.
+///
+/// Patterns are dot-separated tokens as NATS writes subjects: `*` matches one token, a final
+/// `>` matches one or more; any other token matches itself exactly.
+///
+/// ```
+/// use lens_core::{InboundDecision, InboundPolicy};
+/// use lens_span::messaging::DestinationPolicy;
+///
+/// let policy = DestinationPolicy::new(InboundPolicy::trust_all())
+///     .for_destination("partner.>", InboundPolicy::link_all())
+///     .for_destination("public.*.events", InboundPolicy::ignore_all());
+/// assert!(format!("{:?}", policy.policy_for("partner.orders.new")).contains("Link"));
+/// assert!(format!("{:?}", policy.policy_for("public.a.events")).contains("Ignore"));
+/// assert!(format!("{:?}", policy.policy_for("orders")).contains("Trust"));
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct DestinationPolicy {
+    default: InboundPolicy,
+    rules: Arc<[(String, InboundPolicy)]>,
+}
+
+impl From<InboundPolicy> for DestinationPolicy {
+    /// `policy` for every destination.
+    fn from(policy: InboundPolicy) -> Self {
+        DestinationPolicy::new(policy)
+    }
+}
+
+impl DestinationPolicy {
+    /// `default` for every destination no rule names.
+    pub fn new(default: InboundPolicy) -> Self {
+        DestinationPolicy {
+            default,
+            rules: Arc::from(Vec::new()),
+        }
+    }
+
+    /// `policy` for destinations matching `pattern` (after the rules added before it).
+    pub fn for_destination(mut self, pattern: impl Into<String>, policy: InboundPolicy) -> Self {
+        let mut rules = self.rules.to_vec();
+        rules.push((pattern.into(), policy));
+        self.rules = Arc::from(rules);
+        self
+    }
+
+    /// The policy for `destination`.
+    #[inline]
+    pub fn policy_for(&self, destination: &str) -> &InboundPolicy {
+        self.rules
+            .iter()
+            .find(|(pattern, _)| subject_matches(pattern, destination))
+            .map_or(&self.default, |(_, policy)| policy)
+    }
+}
+
+/// Whether `subject` matches the NATS-style `pattern`.
+fn subject_matches(pattern: &str, subject: &str) -> bool {
+    let mut subject = subject.split('.');
+    for token in pattern.split('.') {
+        match token {
+            ">" => return subject.next().is_some(),
+            "*" => {
+                if subject.next().is_none() {
+                    return false;
+                }
+            }
+            exact => {
+                if subject.next() != Some(exact) {
+                    return false;
+                }
+            }
+        }
+    }
+    subject.next().is_none()
+}
+
+impl<A: Adapter, P> SpanOptions<A, P> {
+    /// Starts the span of a `send`, `receive` or `settle` operation (its kind from the
+    /// operation's type) for `request` under `parent`, with `links` (a batch receive's links
+    /// to its messages). Named by the span-name hook, else [`Operation::span_name`]; with the
+    /// operation's attributes, then the request hook's. With a meter, the operation's
+    /// duration and message count are recorded when the span ends.
+    #[inline]
+    pub fn start_operation(
+        &self,
+        request: &A::Request<'_>,
+        operation: &Operation<'_>,
+        parent: &Context,
+        links: Vec<Link>,
+    ) -> LiveSpan {
+        self.start_kind(
+            request,
+            || operation.span_name(),
+            operation.attributes(),
+            operation.operation_type.span_kind(),
+            parent,
+            links,
+        )
+    }
+}
+
+impl<A: Adapter> SpanOptions<A, DestinationPolicy> {
+    /// Decides with the policy for `destination` and extracts what it allows from a message's
+    /// headers (`carrier`, read through lens-core's propagator or the global one).
+    #[inline]
+    pub fn extract_message(&self, destination: &str, carrier: &dyn Extractor) -> InboundContext {
+        let policy: &InboundPolicy = self.policy().policy_for(destination);
+        self.propagation()
+            .extract(policy, &InboundRequest::new(carrier))
+    }
+
+    /// The link a batch `receive` span has to one of its messages: to the message's span
+    /// context when the policy for `destination` trusts or links it, none when it ignores it
+    /// or the message carried no valid context.
+    pub fn message_link(&self, destination: &str, carrier: &dyn Extractor) -> Option<Link> {
+        let inbound = self.extract_message(destination, carrier);
+        let sc = match inbound.decision {
+            InboundDecision::Trust => inbound.remote_span_context(),
+            InboundDecision::Link => inbound.link,
+            InboundDecision::Ignore => None,
+        }?;
+        Some(Link::with_context(sc))
+    }
+
+    /// Starts the CONSUMER `process` span of one message read from `carrier`: the policy for
+    /// its destination decides, `parent` says whether a trusted context becomes the parent or
+    /// a link; the span links to the span of `current` (the Context current when processing
+    /// began) when it has one. A span that starts a new trace records `lens.trace.new_root`.
+    pub fn start_process(
+        &self,
+        request: &A::Request<'_>,
+        operation: &Operation<'_>,
+        carrier: &dyn Extractor,
+        parent: ConsumerParent,
+        current: &Context,
+    ) -> LiveSpan {
+        let destination = operation.destination.unwrap_or_default();
+        let inbound = self.extract_message(destination, carrier);
+        let (mut attributes, metric_attributes) = operation.attributes();
+        let mut links = Vec::new();
+        let (parent_cx, new_root) = match (parent, inbound.remote_span_context()) {
+            (ConsumerParent::Links, Some(remote)) => {
+                links.push(Link::with_context(remote));
+                // The message's baggage stays (the policy trusted it); its span does not parent
+                // (not even as an invalid span: a parent-based sampler would read that as an
+                // unsampled parent).
+                let cx =
+                    Context::new().with_baggage_list(inbound.parent.lens_baggage().into_owned());
+                (
+                    cx,
+                    Some(KeyValue::new(
+                        crate::new_root::NEW_ROOT,
+                        crate::new_root::LINKED,
+                    )),
+                )
+            }
+            _ => {
+                let new_root = crate::new_root::cause_in(carrier, &inbound);
+                if let Some(link) = &inbound.link {
+                    links.push(Link::with_context(link.clone()));
+                }
+                (inbound.parent, new_root)
+            }
+        };
+        attributes.extend(new_root);
+        let current_span = current.span();
+        let current_sc = current_span.span_context();
+        if current_sc.is_valid() && !links.iter().any(|l| l.span_context == *current_sc) {
+            links.push(Link::with_context(current_sc.clone()));
+        }
+        self.start_kind(
+            request,
+            || operation.span_name(),
+            (attributes, metric_attributes),
+            SpanKind::Consumer,
+            &parent_cx,
+            links,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subject_patterns() {
+        assert!(subject_matches("a.b", "a.b"));
+        assert!(!subject_matches("a.b", "a.b.c"));
+        assert!(!subject_matches("a.b.c", "a.b"));
+        assert!(subject_matches("a.*", "a.b"));
+        assert!(!subject_matches("a.*", "a"));
+        assert!(!subject_matches("a.*", "a.b.c"));
+        assert!(subject_matches("a.>", "a.b.c"));
+        assert!(!subject_matches("a.>", "a"));
+        assert!(subject_matches(">", "x"));
+        assert!(!subject_matches("a.b", "a.x"));
+    }
+
+    #[test]
+    fn span_names_and_temporary_destinations() {
+        let op = Operation::new("nats", "send", OperationType::Send);
+        assert_eq!(op.span_name(), "send");
+        assert_eq!(
+            op.clone().with_destination("orders", false).span_name(),
+            "send orders"
+        );
+        let temp = op.with_destination("_INBOX.abc", true);
+        assert_eq!(temp.span_name(), "send");
+        let (attributes, metric) = temp.attributes();
+        // The metrics never see a temporary destination's name.
+        assert!(
+            attributes[..metric]
+                .iter()
+                .all(|kv| kv.key.as_str() != semconv::MESSAGING_DESTINATION_NAME)
+        );
+        assert!(attributes[metric..].iter().any(|kv| {
+            kv.key.as_str() == semconv::MESSAGING_DESTINATION_NAME
+                && kv.value.as_str() == "_INBOX.abc"
+        }));
+    }
+}

@@ -1,0 +1,100 @@
+//! A real `nats-server` for tests (Debian's package, 2.9.x): started on 127.0.0.1 on a port
+//! the server picks itself (`-p -1`, read back from its log: no race for a port), with
+//! JetStream in a store directory of its own, and stopped (its directory removed) when the
+//! [`NatsServer`] is dropped.
+//!
+//! Without the binary, [`NatsServer::start`] prints why and returns `None` (the test skips),
+//! unless `LENS_NATS=require` (CI), when it fails the test.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The environment variable that makes a missing `nats-server` a failure.
+pub const REQUIRE_ENV: &str = "LENS_NATS";
+
+/// A running `nats-server`, stopped when dropped.
+#[derive(Debug)]
+pub struct NatsServer {
+    child: Child,
+    port: u16,
+    store: PathBuf,
+}
+
+impl NatsServer {
+    /// Starts `nats-server -a 127.0.0.1 -p -1 -js -sd <fresh dir>` and waits until it says it
+    /// is ready. `None` (and a line on stderr) when the binary is missing and
+    /// `LENS_NATS` is not `require`.
+    pub fn start() -> Option<NatsServer> {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let required = std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "require");
+        let store = std::env::temp_dir().join(format!(
+            "lens-nats-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&store).unwrap();
+        let spawned = Command::new("nats-server")
+            .args(["-a", "127.0.0.1", "-p", "-1", "-js", "-sd"])
+            .arg(&store)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn();
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
+                let _ = std::fs::remove_dir_all(&store);
+                eprintln!(
+                    "skipped: nats-server is not installed (apt-get install nats-server; \
+                     {REQUIRE_ENV}=require makes this a failure)"
+                );
+                return None;
+            }
+            Err(e) => panic!("nats-server could not start: {e}"),
+        };
+        // The server logs to stderr: its port, then that it is ready. Read until then; keep
+        // draining afterwards so that the pipe never fills.
+        let stderr = child.stderr.take().unwrap();
+        let mut lines = BufReader::new(stderr).lines();
+        let mut port = None;
+        let mut log = String::new();
+        for line in lines.by_ref() {
+            let line = line.unwrap_or_default();
+            log.push_str(&line);
+            log.push('\n');
+            if let Some(rest) = line.split("Listening for client connections on ").nth(1) {
+                port = rest.trim().rsplit(':').next().and_then(|p| p.parse().ok());
+            }
+            if line.contains("Server is ready") {
+                break;
+            }
+        }
+        let Some(port) = port else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("nats-server did not report its port:\n{log}");
+        };
+        std::thread::spawn(move || for _ in lines {});
+        Some(NatsServer { child, port, store })
+    }
+
+    /// The server's port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `nats://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.store);
+    }
+}
