@@ -258,17 +258,8 @@ fn standard_output_that_cannot_be_written_is_exit_2_with_a_message() {
 
 /// POSTs one OTLP/JSON request to `lens watch`'s HTTP receiver.
 fn post(addr: &str, body: &str) {
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "POST /v1/traces HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let (status, body) = watch_support::http(addr, "POST", "/v1/traces", Some(body));
+    assert!(status.starts_with("HTTP/1.1 200"), "{status} {body}");
 }
 
 #[test]

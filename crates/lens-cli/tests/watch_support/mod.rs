@@ -163,6 +163,24 @@ impl Drop for Watch {
     }
 }
 
+/// One HTTP/1.1 request to `addr` (a JSON body when given); the status line and the body.
+pub fn http(addr: &str, method: &str, path: &str, body: Option<&str>) -> (String, String) {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let body = body.unwrap_or("");
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_owned(), body.to_owned())
+}
+
 /// Runs `lens demo --requests N --concurrency 8 --otlp URL` over `protocol`; the spans it was
 /// acknowledged for ("exported N spans").
 pub fn demo_requests(url: &str, protocol: &str, requests: u64) -> u64 {
