@@ -117,7 +117,12 @@ pub(crate) fn main(args: Args) -> ExitCode {
             out.push('\n');
         }
         print_trace(&assembler, id, output, false, &mut out);
-        findings.extend(doctor.diagnose(&assembler, id));
+        findings.extend(
+            assembler
+                .trace(&id)
+                .map(|t| doctor.diagnose(t, &assembler))
+                .unwrap_or_default(),
+        );
     }
     let found = findings.len();
     findings.retain(|f| !args.allow.contains(&f.rule));

@@ -61,7 +61,11 @@ fn held(open: u64) -> (Assembler, Doctor) {
         assembler.insert(decode_json(line.as_bytes()).unwrap().spans, now);
     }
     for id in assembler.poll(now) {
-        assert!(doctor.diagnose(&assembler, id).is_empty());
+        assert!(
+            doctor
+                .diagnose(assembler.trace(&id).expect("held"), &assembler)
+                .is_empty()
+        );
     }
     assert_eq!(doctor.candidates() as u64, open);
     (assembler, doctor)
@@ -73,8 +77,12 @@ fn diagnose(c: &mut Criterion) {
         let (mut assembler, mut doctor) = held(open);
         // Checked before it is timed: the pair is found, and the index is as it was.
         let [client, root] = pair(&mut assembler, open, 0);
-        assert!(doctor.diagnose(&assembler, client).is_empty());
-        let found = doctor.diagnose(&assembler, root);
+        assert!(
+            doctor
+                .diagnose(assembler.trace(&client).expect("held"), &assembler)
+                .is_empty()
+        );
+        let found = doctor.diagnose(assembler.trace(&root).expect("held"), &assembler);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].rule, Rule::LostContext);
         assert_eq!(doctor.candidates() as u64, open);
@@ -87,8 +95,8 @@ fn diagnose(c: &mut Criterion) {
                     n += 1;
                     let [client, root] = pair(&mut assembler, open, n);
                     let start = Instant::now();
-                    black_box(doctor.diagnose(&assembler, client));
-                    black_box(doctor.diagnose(&assembler, root));
+                    black_box(doctor.diagnose(assembler.trace(&client).expect("held"), &assembler));
+                    black_box(doctor.diagnose(assembler.trace(&root).expect("held"), &assembler));
                     timed += start.elapsed();
                 }
                 timed

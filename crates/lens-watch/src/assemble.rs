@@ -113,6 +113,8 @@ const MAX_SERVICES_COUNTED: usize = 100_000;
 /// One trace held by the assembler.
 #[derive(Clone, Debug)]
 pub struct TraceEntry {
+    /// The trace.
+    pub trace_id: TraceId,
     /// Its spans, in the order they arrived.
     pub spans: Vec<Span>,
     /// Whether it is complete (quiet for the window since its last span).
@@ -250,6 +252,7 @@ impl Assembler {
             self.traces.insert(
                 id,
                 TraceEntry {
+                    trace_id: id,
                     spans: Vec::new(),
                     complete: false,
                     completions: 0,

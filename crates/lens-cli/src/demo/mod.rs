@@ -474,7 +474,8 @@ async fn send_all(
 fn diagnose(assembler: &Assembler, ids: &[lens_watch::model::TraceId]) -> Vec<Finding> {
     let mut doctor = Doctor::new(DoctorConfig::default());
     ids.iter()
-        .flat_map(|id| doctor.diagnose(assembler, *id))
+        .filter_map(|id| assembler.trace(id))
+        .flat_map(|t| doctor.diagnose(t, assembler))
         .collect()
 }
 

@@ -450,7 +450,10 @@ impl View {
             let assembler = self.store.lock();
             for id in done {
                 print_trace(&assembler, *id, self.output, cut_short, &mut out);
-                let findings = self.doctor.diagnose(&assembler, *id);
+                let findings = assembler
+                    .trace(id)
+                    .map(|t| self.doctor.diagnose(t, &*assembler))
+                    .unwrap_or_default();
                 print_findings(&findings, self.output, self.quiet, &mut out);
                 self.counts.add(&findings, self.quiet);
                 self.store.add_findings(&findings, self.quiet);

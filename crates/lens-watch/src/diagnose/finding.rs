@@ -1,0 +1,239 @@
+//! The findings' vocabulary (severity, rule, finding) and their messages.
+
+use std::fmt;
+
+use super::NewRootCause;
+use super::conventions::Candidate;
+use super::pairing::PendingLink;
+use crate::model::{Span, SpanId, TraceId};
+
+/// Where each rule is explained; a finding's [`Finding::doc`] is this plus the rule id.
+pub const DOC_BASE: &str = "docs/doctor.md#";
+
+/// How bad a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// Context was lost: `lens check` exits 1.
+    Error,
+    /// Something is likely wrong.
+    Warning,
+    /// Worth knowing, expected by design (silenced by `--quiet`).
+    Info,
+}
+
+impl Severity {
+    /// `error`, `warning` or `info`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+/// The doctor's rules; [`Rule::id`] is the fixed id users see and silence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// A CLIENT span without a child, and a new root SERVER span for the same request within it.
+    LostContext,
+    /// A server that started a new trace linked to the client's context (its trust policy).
+    UntrustedLinked,
+    /// A span whose parent never arrived.
+    MissingParent,
+    /// A child that starts before (or a server that ends after) its parent in another service.
+    ClockSkew,
+    /// The W3C random flag set on a parent and not on its child in another service.
+    FlagDropped,
+    /// A span that names itself as its parent.
+    SelfParent,
+    /// Two spans of one trace with the same span id.
+    DuplicateSpanId,
+    /// A link to a span in a trace that was received without it.
+    DanglingLink,
+}
+
+impl Rule {
+    /// Every rule, in the order docs/doctor.md explains them.
+    pub const ALL: [Rule; 8] = [
+        Rule::LostContext,
+        Rule::UntrustedLinked,
+        Rule::MissingParent,
+        Rule::ClockSkew,
+        Rule::FlagDropped,
+        Rule::SelfParent,
+        Rule::DuplicateSpanId,
+        Rule::DanglingLink,
+    ];
+
+    /// The rule's id: `lost-context`, `untrusted-linked`, ...
+    pub fn id(self) -> &'static str {
+        match self {
+            Rule::LostContext => "lost-context",
+            Rule::UntrustedLinked => "untrusted-linked",
+            Rule::MissingParent => "missing-parent",
+            Rule::ClockSkew => "clock-skew",
+            Rule::FlagDropped => "flag-dropped",
+            Rule::SelfParent => "self-parent",
+            Rule::DuplicateSpanId => "duplicate-span-id",
+            Rule::DanglingLink => "dangling-link",
+        }
+    }
+
+    /// The rule's severity.
+    pub fn severity(self) -> Severity {
+        match self {
+            Rule::LostContext => Severity::Error,
+            Rule::UntrustedLinked => Severity::Info,
+            _ => Severity::Warning,
+        }
+    }
+}
+
+/// One finding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// The rule that found it.
+    pub rule: Rule,
+    /// The traces concerned (two for a lost hop: the client's, then the server's).
+    pub trace_ids: Vec<TraceId>,
+    /// The spans concerned.
+    pub span_ids: Vec<SpanId>,
+    /// The services concerned.
+    pub services: Vec<String>,
+    /// One line a person can act on.
+    pub message: String,
+}
+
+impl Finding {
+    /// The rule's severity.
+    pub fn severity(&self) -> Severity {
+        self.rule.severity()
+    }
+
+    /// The rule's section of docs/doctor.md.
+    pub fn doc(&self) -> String {
+        format!("{DOC_BASE}{}", self.rule.id())
+    }
+
+    /// The finding as one JSON object (no newline): `{"finding": "<rule id>", "severity": ...,
+    /// "trace_ids": [...], "span_ids": [...], "services": [...], "message": ..., "doc": ...}`.
+    pub fn to_json(&self) -> String {
+        serde_json::json!({
+            "finding": self.rule.id(),
+            "severity": self.severity().name(),
+            "trace_ids": self.trace_ids.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "span_ids": self.span_ids.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "services": self.services,
+            "message": self.message,
+            "doc": self.doc(),
+        })
+        .to_string()
+    }
+}
+
+impl fmt::Display for Finding {
+    /// `error[lost-context] message (docs/doctor.md#lost-context)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}[{}] {} ({})",
+            self.severity().name(),
+            self.rule.id(),
+            self.message,
+            self.doc()
+        )
+    }
+}
+
+pub(super) fn missing_parent(id: TraceId, span: &Span, parent: SpanId) -> Finding {
+    let why = match span.parent_is_remote() {
+        Some(true) => "its parent came over the wire, but the upstream service never exported \
+it: the upstream did not sample or export its span, or a proxy forwarded the headers of a \
+service that is not traced"
+            .to_owned(),
+        Some(false) => format!(
+            "its parent is local to {}: a span inside the service was dropped (not ended, or \
+lost by its exporter)",
+            span.service()
+        ),
+        None => "the exporter does not say whether the parent was remote".to_owned(),
+    };
+    Finding {
+        rule: Rule::MissingParent,
+        trace_ids: vec![id],
+        span_ids: vec![span.span_id, parent],
+        services: vec![span.service().to_owned()],
+        message: format!(
+            "parent {parent} of span {} (\"{}\" in {}) never arrived; {why}",
+            span.span_id,
+            span.name,
+            span.service()
+        ),
+    }
+}
+
+pub(super) fn lost_context(client: &Candidate, server: &Candidate) -> Finding {
+    let why = match &server.cause {
+        Some(NewRootCause::NoTraceparent) => format!(
+            "{} received no traceparent: make {} inject the context (or instrument its HTTP/gRPC \
+client)",
+            server.service, client.service
+        ),
+        Some(NewRootCause::Rejected(anchor)) => format!(
+            "{} rejected the traceparent it received (rule {anchor} of \
+docs/propagation-rules.md): fix what {} or a proxy between them sends",
+            server.service, client.service
+        ),
+        Some(NewRootCause::UntrustedIgnored) => format!(
+            "{}'s trust policy ignored the context from {}: trust that caller, or link \
+(docs/propagation-rules.md#trust)",
+            server.service, client.service
+        ),
+        Some(NewRootCause::UntrustedLinked | NewRootCause::Linked) | None => format!(
+            "check that {} injects traceparent and that {} extracts it",
+            client.service, server.service
+        ),
+    };
+    Finding {
+        rule: Rule::LostContext,
+        trace_ids: vec![client.trace_id, server.trace_id],
+        span_ids: vec![client.span_id, server.span_id],
+        services: vec![client.service.to_string(), server.service.to_string()],
+        message: format!(
+            "context lost on {} -> {}: client span {} (trace {}) has no child, and {} started \
+trace {} for the same request; {why}",
+            client.service,
+            server.service,
+            client.span_id,
+            client.trace_id,
+            server.service,
+            server.trace_id
+        ),
+    }
+}
+
+pub(super) fn untrusted_linked(client: &Span, server: &PendingLink) -> Finding {
+    Finding {
+        rule: Rule::UntrustedLinked,
+        trace_ids: vec![client.trace_id, server.server_trace],
+        span_ids: vec![client.span_id, server.server_span],
+        services: vec![
+            client.service().to_owned(),
+            server.server_service.to_string(),
+        ],
+        message: format!(
+            "{} did not trust the context from {} and started trace {} linked to client span {} \
+(trace {}): expected where its policy links public callers (docs/propagation-rules.md#trust)",
+            server.server_service,
+            client.service(),
+            server.server_trace,
+            client.span_id,
+            client.trace_id
+        ),
+    }
+}
+
+pub(super) fn millis(nanos: u128) -> String {
+    format!("{:.3} ms", nanos as f64 / 1e6)
+}

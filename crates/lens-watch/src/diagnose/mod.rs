@@ -1,0 +1,197 @@
+//! The propagation doctor: findings on completed traces, saying where context was lost, why,
+//! and what to fix (docs/doctor.md, a section per rule).
+//!
+//! A [`Doctor`] looks at each trace as the [`Assembler`] completes it. Rules about one trace
+//! (a missing parent, clock skew between a client and its server, a dropped random flag, a span
+//! that is its own parent, a duplicate span id, a link to a span never received) read that trace
+//! alone. The lost hop reads two: a CLIENT span that got no child, and a SERVER span that began
+//! a trace of its own, in another service, within the client span, for the same request. Both
+//! wait in an index keyed by the request (method and path, or the gRPC method) and ordered by
+//! start time, so each completion looks at the few candidates for its own requests, never at
+//! every open trace; the index is bounded by count and by age.
+//!
+//! Where a rule cannot decide (an exporter that does not report trace flags, a hop without the
+//! attributes to match it), it says nothing.
+
+mod conventions;
+mod finding;
+mod new_root;
+mod pairing;
+mod rules;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+pub use finding::{DOC_BASE, Finding, Rule, Severity};
+pub use new_root::{NEW_ROOT_ATTRIBUTE, NewRootCause};
+
+use crate::assemble::{Assembler, TraceEntry};
+use crate::model::{Span, SpanId, SpanKind, TraceId};
+use pairing::{PendingLink, Side};
+use rules::SpanIndex;
+
+/// The doctor's tolerances and bounds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DoctorConfig {
+    /// Clock skew allowed between services before `clock-skew` reports a child that starts
+    /// before its parent (for a SERVER child, that also ends before its CLIENT parent), and
+    /// around a client span when matching a lost hop (default 1 ms).
+    pub start_tolerance_nanos: u64,
+    /// How far a SERVER span must start and end after its CLIENT's before `clock-skew` reports
+    /// the server's clock ahead, and how long it may end after its client's when matching a
+    /// lost hop (default 10 ms: an ASGI server span ends after the response is sent, measured
+    /// 0.43 ms after its client on one host). A server span that started after its client and
+    /// ends after it, by any amount, is no skew: no clock offset explains both.
+    pub end_margin_nanos: u64,
+    /// The most candidates (childless clients, new roots) held for the lost-hop rule
+    /// (default 100,000); the oldest go first.
+    pub max_candidates: usize,
+    /// How long (in span time) a candidate waits for its other side (default 60 s).
+    pub candidate_horizon_nanos: u64,
+}
+
+impl Default for DoctorConfig {
+    fn default() -> Self {
+        DoctorConfig {
+            start_tolerance_nanos: 1_000_000,
+            end_margin_nanos: 10_000_000,
+            max_candidates: 100_000,
+            candidate_horizon_nanos: 60_000_000_000,
+        }
+    }
+}
+
+/// The traces around the one being diagnosed, as the doctor reads them: for a link into
+/// another trace, and for a new root's linked client.
+pub trait Traces {
+    /// The spans of trace `id` when it is held, complete and whole (not partial); `None`
+    /// otherwise (not received, still open, evicted, or missing spans to a bound).
+    fn complete(&self, id: &TraceId) -> Option<&[Span]>;
+}
+
+impl Traces for Assembler {
+    fn complete(&self, id: &TraceId) -> Option<&[Span]> {
+        self.trace(id)
+            .filter(|t| t.complete && !t.is_partial())
+            .map(|t| t.spans.as_slice())
+    }
+}
+
+/// The doctor: feed it each trace as it completes ([`Doctor::diagnose`]).
+#[derive(Debug, Default)]
+pub struct Doctor {
+    config: DoctorConfig,
+    clients: Side,
+    roots: Side,
+    pending_links: HashMap<SpanId, PendingLink>,
+    pending_order: VecDeque<SpanId>,
+    /// Spans already taken as one side of a hop (a reopened trace is diagnosed again: its hop
+    /// is not matched twice), oldest first for the bound.
+    seen: HashSet<(TraceId, SpanId)>,
+    seen_order: VecDeque<(TraceId, SpanId)>,
+    skewed_pairs: HashSet<(Arc<str>, Arc<str>)>,
+    seq: u64,
+    newest_end: u64,
+}
+
+/// The most service pairs remembered as already reported for clock skew.
+pub(super) const MAX_SKEW_PAIRS: usize = 10_000;
+
+impl Doctor {
+    /// A doctor with these tolerances.
+    pub fn new(config: DoctorConfig) -> Self {
+        Doctor {
+            config,
+            ..Doctor::default()
+        }
+    }
+
+    /// Candidates waiting for their other side (childless clients, new roots), for the status.
+    pub fn candidates(&self) -> usize {
+        self.clients.len() + self.roots.len() + self.pending_links.len()
+    }
+
+    /// The findings on `trace`, just completed; `others` are the traces around it, read for
+    /// links and for the lost hop's other side. A trace that completes again (late spans) is
+    /// diagnosed again, whole, but a hop is matched (and reported) once.
+    pub fn diagnose(&mut self, trace: &TraceEntry, others: &dyn Traces) -> Vec<Finding> {
+        let mut findings = Vec::new();
+        let entry = trace;
+        let id = trace.trace_id;
+        let spans = &entry.spans;
+        let by_id = SpanIndex::new(spans);
+        let mut parents: Vec<SpanId> = spans.iter().filter_map(|s| s.parent_span_id).collect();
+        parents.sort_unstable();
+        for span in spans {
+            self.newest_end = self.newest_end.max(span.end_unix_nano);
+        }
+        let duplicates = by_id.duplicates();
+        for span in duplicates {
+            findings.push(Finding {
+                rule: Rule::DuplicateSpanId,
+                trace_ids: vec![id],
+                span_ids: vec![span.span_id],
+                services: vec![span.service().to_owned()],
+                message: format!(
+                    "span id {} appears more than once in trace {id} (\"{}\" in {}): a span \
+exported twice, or a span id generator that repeats",
+                    span.span_id,
+                    span.name,
+                    span.service()
+                ),
+            });
+        }
+        // A partial trace (spans dropped by a bound) is missing pieces for reasons of its own:
+        // no finding rests on what is absent from it (a missing parent, a childless client, a
+        // link to a span of it).
+        let partial = entry.is_partial();
+        for span in spans {
+            self.single_span(others, id, span, &by_id, partial, &mut findings);
+        }
+        let reopened = entry.completions > 1;
+        for span in spans.iter().filter(|s| s.kind == SpanKind::Client) {
+            if partial {
+                continue;
+            }
+            if parents.binary_search(&span.span_id).is_err() {
+                self.childless_client(span, &mut findings);
+            } else if reopened {
+                self.answered_client(span);
+            }
+        }
+        self.prune();
+        findings
+    }
+
+    /// Whether `span` is taken as one side of a hop for the first time (remembered up to twice
+    /// [`DoctorConfig::max_candidates`] spans).
+    fn first_time(&mut self, span: &Span) -> bool {
+        let id = (span.trace_id, span.span_id);
+        if !self.seen.insert(id) {
+            return false;
+        }
+        self.seen_order.push_back(id);
+        while self.seen_order.len() > self.config.max_candidates.saturating_mul(2) {
+            if let Some(old) = self.seen_order.pop_front() {
+                self.seen.remove(&old);
+            }
+        }
+        true
+    }
+
+    fn prune(&mut self) {
+        let oldest = self
+            .newest_end
+            .saturating_sub(self.config.candidate_horizon_nanos);
+        let max = self.config.max_candidates;
+        self.clients.prune(max, oldest);
+        self.roots.prune(max, oldest);
+        while self.pending_order.len() > max {
+            if let Some(id) = self.pending_order.pop_front() {
+                self.pending_links.remove(&id);
+            }
+        }
+    }
+}

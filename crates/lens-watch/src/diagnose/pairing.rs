@@ -1,0 +1,270 @@
+//! The lost hop: childless CLIENT spans and new-root SERVER spans wait in an index keyed by the
+//! request and ordered by start time, each completion pairing its own with the tightest fit
+//! on the other side; bounded by count and by age.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use super::conventions::{Candidate, HopKey, Role, candidate};
+use super::finding::{Finding, lost_context, untrusted_linked};
+use super::{Doctor, DoctorConfig, NewRootCause, Traces};
+use crate::model::{Span, SpanId, SpanKind, TraceId};
+
+/// Candidates of one side, by request, ordered by start time.
+#[derive(Debug, Default)]
+pub(super) struct Side {
+    pub(super) by_key: HashMap<HopKey, BTreeMap<(u64, u64), Candidate>>,
+    /// (key, start, seq) in insertion order, for the bounds; entries of candidates already
+    /// matched are skipped, and dropped when they outnumber the live ones.
+    pub(super) order: VecDeque<(HopKey, u64, u64)>,
+    /// Candidates held.
+    pub(super) live: usize,
+    /// The longest span held per key (bounds the range a server's start is searched in).
+    pub(super) longest: HashMap<HopKey, u64>,
+}
+
+impl Side {
+    pub(super) fn insert(&mut self, key: HopKey, seq: u64, c: Candidate) {
+        let longest = self.longest.entry(key.clone()).or_insert(0);
+        *longest = (*longest).max(c.end.saturating_sub(c.start));
+        self.order.push_back((key.clone(), c.start, seq));
+        if self
+            .by_key
+            .entry(key)
+            .or_default()
+            .insert((c.start, seq), c)
+            .is_none()
+        {
+            self.live += 1;
+        }
+    }
+
+    pub(super) fn holds(&self, key: &HopKey, at: (u64, u64)) -> bool {
+        self.by_key
+            .get(key)
+            .is_some_and(|map| map.contains_key(&at))
+    }
+
+    pub(super) fn remove(&mut self, key: &HopKey, at: (u64, u64)) -> Option<Candidate> {
+        let map = self.by_key.get_mut(key)?;
+        let c = map.remove(&at);
+        if c.is_some() {
+            self.live -= 1;
+        }
+        if map.is_empty() {
+            self.by_key.remove(key);
+            self.longest.remove(key);
+        }
+        c
+    }
+
+    /// Removes the candidate of span `id` that started at `start`.
+    pub(super) fn remove_span(&mut self, key: &HopKey, start: u64, id: SpanId) {
+        let at = self.by_key.get(key).and_then(|map| {
+            map.range((start, 0)..=(start, u64::MAX))
+                .find(|(_, c)| c.span_id == id)
+                .map(|(at, _)| *at)
+        });
+        if let Some(at) = at {
+            self.remove(key, at);
+        }
+    }
+
+    pub(super) fn prune(&mut self, max: usize, oldest_start: u64) {
+        while let Some((key, start, seq)) = self.order.front().cloned() {
+            let live = self.holds(&key, (start, seq));
+            if live && self.live <= max && start >= oldest_start {
+                break;
+            }
+            self.order.pop_front();
+            if live {
+                self.remove(&key, (start, seq));
+            }
+        }
+        // Entries of matched candidates behind a live one: dropped once they outnumber the
+        // live ones (amortised: the queue stays within twice the candidates held, plus slack).
+        if self.order.len() > 2 * self.live + 1024 {
+            let order = std::mem::take(&mut self.order);
+            self.order = order
+                .into_iter()
+                .filter(|(key, start, seq)| self.holds(key, (*start, *seq)))
+                .collect();
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.live
+    }
+}
+
+/// A link from a new root SERVER span waiting for the trace of the span it links to.
+#[derive(Clone, Debug)]
+pub(super) struct PendingLink {
+    pub(super) server_trace: TraceId,
+    pub(super) server_span: SpanId,
+    pub(super) server_service: Arc<str>,
+    pub(super) linked_trace: TraceId,
+}
+/// Whether a server span began and ended within a client span (with the tolerances) and at
+/// the address the client called (when both say).
+pub(super) fn matches(client: &Candidate, server: &Candidate, config: &DoctorConfig) -> bool {
+    if client.service == server.service || client.trace_id == server.trace_id {
+        return false;
+    }
+    let within = server.start.saturating_add(config.start_tolerance_nanos) >= client.start
+        && server.start <= client.end.saturating_add(config.start_tolerance_nanos)
+        && server.end <= client.end.saturating_add(config.end_margin_nanos);
+    within && client.address.reached(&server.address)
+}
+
+/// Of `candidates` (in order of start, moving away from the other side's start), the key of the
+/// one that fits with the least gap (`fit`: the gap, or `None` when it does not match). The gap
+/// is at least the distance between the two starts, so the scan stops at the first candidate
+/// whose `distance` (once moving away) is no less than the best gap found.
+pub(super) fn tightest<'a>(
+    candidates: impl Iterator<Item = (&'a (u64, u64), &'a Candidate)>,
+    distance: impl Fn(&Candidate) -> Option<u64>,
+    fit: impl Fn(&Candidate) -> Option<u64>,
+) -> Option<(u64, u64)> {
+    let mut best: Option<((u64, u64), u64)> = None;
+    for (at, c) in candidates {
+        if let (Some((_, least)), Some(d)) = (best, distance(c))
+            && d >= least
+        {
+            break;
+        }
+        if let Some(g) = fit(c)
+            && best.is_none_or(|(_, least)| g < least)
+        {
+            best = Some((*at, g));
+        }
+    }
+    best.map(|(at, _)| at)
+}
+
+/// How far a server span is from filling its client span: the time from the client's start to
+/// the server's, plus from the server's end to the client's. Of the requests alike in every
+/// attribute and in flight together, the true pair is the tightest (one network latency each
+/// way); the doctor pairs the candidates with the least gap.
+pub(super) fn gap(client: &Candidate, server: &Candidate) -> u64 {
+    server
+        .start
+        .abs_diff(client.start)
+        .saturating_add(client.end.abs_diff(server.end))
+}
+
+impl Doctor {
+    pub(super) fn new_root(
+        &mut self,
+        others: &dyn Traces,
+        span: &Span,
+        findings: &mut Vec<Finding>,
+    ) {
+        if !self.first_time(span) {
+            return;
+        }
+        let cause = NewRootCause::of(span);
+        // A root that links to the inbound context: linked by policy, not lost. Reported when
+        // the linked span is a CLIENT span without a child: now, if its trace has completed,
+        // else when it does.
+        if let Some(link) = span.links.iter().find(|l| l.trace_id != span.trace_id) {
+            let pending = PendingLink {
+                server_trace: span.trace_id,
+                server_span: span.span_id,
+                server_service: Arc::clone(&span.resource.service),
+                linked_trace: link.trace_id,
+            };
+            if let Some(linked) = others.complete(&link.trace_id) {
+                let childless = |client: &Span| {
+                    !linked
+                        .iter()
+                        .any(|s| s.parent_span_id == Some(client.span_id))
+                };
+                if let Some(client) = linked.iter().find(|s| {
+                    s.span_id == link.span_id && s.kind == SpanKind::Client && childless(s)
+                }) {
+                    if let Some((key, c)) = candidate(client, None, Role::Client) {
+                        self.clients.remove_span(&key, c.start, c.span_id);
+                    }
+                    findings.push(untrusted_linked(client, &pending));
+                }
+                return;
+            }
+            self.pending_links.insert(link.span_id, pending);
+            self.pending_order.push_back(link.span_id);
+            return;
+        }
+        let Some((key, server)) = candidate(span, cause, Role::Server) else {
+            return;
+        };
+        // A client of the same request that this root began within.
+        let tolerance = self.config.start_tolerance_nanos;
+        let found = self.clients.by_key.get(&key).and_then(|clients| {
+            let longest = self.clients.longest.get(&key).copied().unwrap_or(0);
+            let from = server
+                .start
+                .saturating_sub(longest)
+                .saturating_sub(tolerance);
+            // Latest start first: the scan stops once the starts are further from the server's
+            // than the best fit found.
+            tightest(
+                clients
+                    .range((from, 0)..=(server.start.saturating_add(tolerance), u64::MAX))
+                    .rev(),
+                |c| server.start.checked_sub(c.start),
+                |c| matches(c, &server, &self.config).then(|| gap(c, &server)),
+            )
+        });
+        match found.and_then(|at| self.clients.remove(&key, at)) {
+            Some(client) => findings.push(lost_context(&client, &server)),
+            None => {
+                self.seq += 1;
+                self.roots.insert(key, self.seq, server);
+            }
+        }
+    }
+
+    /// A CLIENT span without a child in its trace.
+    pub(super) fn childless_client(&mut self, span: &Span, findings: &mut Vec<Finding>) {
+        if !self.first_time(span) {
+            return;
+        }
+        if let Some(pending) = self.pending_links.remove(&span.span_id)
+            && pending.linked_trace == span.trace_id
+        {
+            findings.push(untrusted_linked(span, &pending));
+            return;
+        }
+        let Some((key, client)) = candidate(span, None, Role::Client) else {
+            return;
+        };
+        let tolerance = self.config.start_tolerance_nanos;
+        let found = self.roots.by_key.get(&key).and_then(|roots| {
+            tightest(
+                roots.range(
+                    (client.start.saturating_sub(tolerance), 0)
+                        ..=(client.end.saturating_add(tolerance), u64::MAX),
+                ),
+                |r| r.start.checked_sub(client.start),
+                |r| matches(&client, r, &self.config).then(|| gap(&client, r)),
+            )
+        });
+        match found.and_then(|at| self.roots.remove(&key, at)) {
+            Some(server) => findings.push(lost_context(&client, &server)),
+            None => {
+                self.seq += 1;
+                self.clients.insert(key, self.seq, client);
+            }
+        }
+    }
+
+    /// A CLIENT span whose child arrived after its trace had completed without it: no longer
+    /// waiting for a new root (a later one for the same request is not its lost hop).
+    pub(super) fn answered_client(&mut self, span: &Span) {
+        if self.seen.contains(&(span.trace_id, span.span_id))
+            && let Some((key, c)) = candidate(span, None, Role::Client)
+        {
+            self.clients.remove_span(&key, c.start, c.span_id);
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! The rules that read one trace: a missing parent, clock skew between a parent and its child
+//! in another service, a dropped random flag, a span that is its own parent, a duplicate span
+//! id, a link to a span never received.
+
+use std::sync::Arc;
+
+use super::finding::{Finding, Rule, millis, missing_parent};
+use super::{Doctor, MAX_SKEW_PAIRS, Traces};
+use crate::model::{Span, SpanId, SpanKind, TraceId};
+
+/// The spans of one trace by span id: sorted ids and binary search (no hashing of peer input,
+/// no allocation per span; a trace is diagnosed once as it completes).
+pub(super) struct SpanIndex<'a> {
+    pub(super) spans: &'a [Span],
+    /// (span id, position in `spans`), sorted.
+    pub(super) ids: Vec<(SpanId, usize)>,
+}
+
+impl<'a> SpanIndex<'a> {
+    pub(super) fn new(spans: &'a [Span]) -> Self {
+        let mut ids: Vec<(SpanId, usize)> = spans
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.span_id, i))
+            .collect();
+        ids.sort_unstable();
+        SpanIndex { spans, ids }
+    }
+
+    /// The span with id `id` (the last received, when the id repeats).
+    pub(super) fn get(&self, id: SpanId) -> Option<&'a Span> {
+        let end = self.ids.partition_point(|(i, _)| *i <= id);
+        let (found, at) = *self.ids.get(end.checked_sub(1)?)?;
+        (found == id).then(|| &self.spans[at])
+    }
+
+    /// Every span whose id an earlier span of the trace already has, in the order received.
+    pub(super) fn duplicates(&self) -> Vec<&'a Span> {
+        let mut later: Vec<usize> = self
+            .ids
+            .windows(2)
+            .filter(|w| w[0].0 == w[1].0)
+            .map(|w| w[1].1)
+            .collect();
+        later.sort_unstable();
+        later.into_iter().map(|at| &self.spans[at]).collect()
+    }
+}
+impl Doctor {
+    pub(super) fn single_span(
+        &mut self,
+        others: &dyn Traces,
+        id: TraceId,
+        span: &Span,
+        by_id: &SpanIndex<'_>,
+        partial: bool,
+        findings: &mut Vec<Finding>,
+    ) {
+        match span.parent_span_id {
+            Some(parent) if parent == span.span_id => findings.push(Finding {
+                rule: Rule::SelfParent,
+                trace_ids: vec![id],
+                span_ids: vec![span.span_id],
+                services: vec![span.service().to_owned()],
+                message: format!(
+                    "span {} (\"{}\" in {}) names itself as its parent: the instrumentation \
+set the parent to the span's own context",
+                    span.span_id,
+                    span.name,
+                    span.service()
+                ),
+            }),
+            Some(parent) => match by_id.get(parent) {
+                Some(p) => self.parent_and_child(id, p, span, findings),
+                None if partial => {}
+                None => findings.push(missing_parent(id, span, parent)),
+            },
+            None => {
+                if span.kind == SpanKind::Server {
+                    self.new_root(others, span, findings);
+                }
+            }
+        }
+        for link in &span.links {
+            let found = if link.trace_id == id {
+                (!partial).then(|| by_id.get(link.span_id).is_some())
+            } else {
+                others
+                    .complete(&link.trace_id)
+                    .map(|spans| spans.iter().any(|s| s.span_id == link.span_id))
+            };
+            if found == Some(false) {
+                findings.push(Finding {
+                    rule: Rule::DanglingLink,
+                    trace_ids: vec![id, link.trace_id],
+                    span_ids: vec![span.span_id, link.span_id],
+                    services: vec![span.service().to_owned()],
+                    message: format!(
+                        "span {} (\"{}\" in {}) links to span {} of trace {}, which was received \
+without it: the linked span was not sampled or not exported",
+                        span.span_id,
+                        span.name,
+                        span.service(),
+                        link.span_id,
+                        link.trace_id
+                    ),
+                });
+            }
+        }
+    }
+
+    pub(super) fn parent_and_child(
+        &mut self,
+        id: TraceId,
+        parent: &Span,
+        child: &Span,
+        findings: &mut Vec<Finding>,
+    ) {
+        if parent.service() == child.service() {
+            return;
+        }
+        // flag-dropped: both exporters report trace flags (the sampled bit of an exported span
+        // is set) and the random flag (0x02) did not cross.
+        let reports = |s: &Span| s.flags & 0x01 != 0;
+        if reports(parent) && reports(child) && parent.flags & 0x02 != 0 && child.flags & 0x02 == 0
+        {
+            findings.push(Finding {
+                rule: Rule::FlagDropped,
+                trace_ids: vec![id],
+                span_ids: vec![parent.span_id, child.span_id],
+                services: vec![parent.service().to_owned(), child.service().to_owned()],
+                message: format!(
+                    "the W3C random flag (trace flags 0x02) of {} did not reach {}: the hop \
+rewrote the trace flags (a proxy, or a propagator that keeps only the sampled bit)",
+                    parent.service(),
+                    child.service()
+                ),
+            });
+        }
+        // clock-skew: the child's clock offset lies in [child end - parent end, child start -
+        // parent start]; the end bound holds for a CLIENT/SERVER pair only. Reported where both
+        // bounds lie beyond the tolerances on the same side of zero: a server span that ends
+        // after its client's on a busy host (it started after it) is no clock offset.
+        let start = i128::from(child.start_unix_nano) - i128::from(parent.start_unix_nano);
+        let pair = parent.kind == SpanKind::Client && child.kind == SpanKind::Server;
+        let end = pair.then(|| i128::from(child.end_unix_nano) - i128::from(parent.end_unix_nano));
+        // At least how far behind, or ahead: the bound nearer zero.
+        let behind_by = -end.map_or(start, |e| e.max(start));
+        let ahead_by = end.map_or(0, |e| e.min(start));
+        let behind = behind_by > i128::from(self.config.start_tolerance_nanos);
+        if !behind && ahead_by <= i128::from(self.config.end_margin_nanos) {
+            return;
+        }
+        let key = (
+            Arc::clone(&parent.resource.service),
+            Arc::clone(&child.resource.service),
+        );
+        if self.skewed_pairs.contains(&key) || self.skewed_pairs.len() >= MAX_SKEW_PAIRS {
+            return;
+        }
+        self.skewed_pairs.insert(key);
+        let bound = if behind {
+            format!(
+                "{}'s clock is at least {} behind {}'s: \"{}\" starts before its parent \"{}\"",
+                child.service(),
+                millis(behind_by.unsigned_abs()),
+                parent.service(),
+                child.name,
+                parent.name
+            )
+        } else {
+            format!(
+                "{}'s clock is at least {} ahead of {}'s: \"{}\" starts and ends after its client \
+\"{}\"",
+                child.service(),
+                millis(ahead_by.unsigned_abs()),
+                parent.service(),
+                child.name,
+                parent.name
+            )
+        };
+        findings.push(Finding {
+            rule: Rule::ClockSkew,
+            trace_ids: vec![id],
+            span_ids: vec![parent.span_id, child.span_id],
+            services: vec![parent.service().to_owned(), child.service().to_owned()],
+            message: format!(
+                "{bound}; synchronise the hosts' clocks (NTP, chrony); span times are shown as \
+exported (reported once per pair of services)"
+            ),
+        });
+    }
+}
