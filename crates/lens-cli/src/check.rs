@@ -3,15 +3,19 @@
 //! prints them, then the propagation doctor's findings (docs/doctor.md); exit 1 on an error
 //! finding (a lost hop), so that a CI job fails on one.
 
-use std::io::{BufRead as _, Write as _};
+use std::io::BufRead as _;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use lens_watch::assemble::{Assembler, Config};
+use lens_watch::assemble::Config;
 use lens_watch::decode::decode_json;
-use lens_watch::diagnose::{Doctor, DoctorConfig, Rule};
+use lens_watch::diagnose::Rule;
+use lens_watch::render::Output;
+use lens_watch::session::{Session, SessionConfig};
 
-use crate::view::{ColourFlag, FindingCounts, Output, print_findings, print_trace, status_line};
+use crate::cli::USAGE_ERROR;
+use crate::flags::{ColourFlag, JsonFlag};
+use crate::hops::HOP_NAMES;
 
 /// `lens check`: the traces of OTLP/JSON files.
 #[derive(Debug, clap::Args)]
@@ -38,7 +42,7 @@ pub(crate) struct Args {
     files: Vec<String>,
 
     #[command(flatten)]
-    json: crate::JsonFlag,
+    json: JsonFlag,
 
     /// Leave out info findings (a hop linked by its server's trust policy: untrusted-linked)
     #[arg(long)]
@@ -91,15 +95,20 @@ enum CheckError {
 
 /// Runs `lens check`.
 pub(crate) fn main(args: Args) -> ExitCode {
-    let mut assembler = Assembler::new(Config {
+    let mut config = SessionConfig::default();
+    config.assemble = Config {
         max_traces: usize::try_from(args.max_traces).unwrap_or(usize::MAX),
         max_spans_per_trace: usize::try_from(args.max_spans_per_trace).unwrap_or(usize::MAX),
         ..Config::default()
-    });
+    };
+    config.quiet = args.quiet;
+    config.allow = args.allow;
+    config.hop_names = HOP_NAMES;
+    let mut session = Session::new(config);
     for file in &args.files {
-        if let Err(e) = read(file, &mut assembler) {
+        if let Err(e) = read(file, &mut session) {
             eprintln!("error: {e}");
-            return ExitCode::from(crate::USAGE_ERROR);
+            return ExitCode::from(USAGE_ERROR);
         }
     }
     let output = if args.json.json {
@@ -110,58 +119,36 @@ pub(crate) fn main(args: Args) -> ExitCode {
         }
     };
     let mut out = String::new();
-    let mut doctor = Doctor::new(DoctorConfig::default());
     let mut findings = Vec::new();
-    for (i, id) in assembler.flush().into_iter().enumerate() {
+    for (i, done) in session.flush().into_iter().enumerate() {
         if i > 0 && !args.json.json {
             out.push('\n');
         }
-        print_trace(&assembler, id, output, false, &mut out);
-        findings.extend(
-            assembler
-                .trace(&id)
-                .map(|t| doctor.diagnose(t, &assembler))
-                .unwrap_or_default(),
-        );
+        if let Some(view) = session.view_of(&done) {
+            output.trace(&view, &mut out);
+        }
+        findings.extend(done.findings);
     }
-    let found = findings.len();
-    findings.retain(|f| !args.allow.contains(&f.rule));
-    let allowed = found - findings.len();
     if !args.json.json && !out.is_empty() && !findings.is_empty() {
         out.push('\n');
     }
-    print_findings(&findings, output, args.quiet, &mut out);
-    let mut counts = FindingCounts::default();
-    counts.add(&findings, args.quiet);
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(out.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => {}
-        // A reader that stopped early (`lens check x | head`): the rest was not wanted; the
-        // findings still decide the exit status.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        Err(e) => {
-            eprintln!("error: cannot write the traces: {e}");
-            return ExitCode::from(crate::USAGE_ERROR);
-        }
+    output.findings(&findings, &mut out);
+    // A reader that stopped early (`lens check x | head`): the rest was not wanted; the
+    // findings still decide the exit status.
+    if let Err(code) = crate::flags::print(&out) {
+        return code;
     }
-    let allowed = if allowed > 0 {
-        format!(" ({allowed} allowed by --allow, left out)")
-    } else {
-        String::new()
-    };
-    eprintln!("{}; {counts}{allowed}", status_line(&assembler.stats()));
-    if counts.errors > 0 {
+    let stats = session.stats();
+    eprintln!("{stats}");
+    if stats.findings.errors > 0 {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     }
 }
 
-/// Adds every span of `file` to `assembler`; the first bad line is an error.
-fn read(file: &str, assembler: &mut Assembler) -> Result<(), CheckError> {
+/// Adds every span of `file` to `session`; the first bad line is an error.
+fn read(file: &str, session: &mut Session) -> Result<(), CheckError> {
     let read_error = |source| CheckError::Read {
         file: file.to_owned(),
         source,
@@ -193,7 +180,7 @@ fn read(file: &str, assembler: &mut Assembler) -> Result<(), CheckError> {
                 batch.error.unwrap_or_default()
             )));
         }
-        assembler.insert(batch.spans, now);
+        session.ingest(batch, now);
     }
     Ok(())
 }

@@ -15,140 +15,17 @@
 //! Exit status: 0 success (valid), 1 failure (invalid), 2 usage error.
 #![forbid(unsafe_code)]
 
-use std::fmt::Display;
-use std::io::Write as _;
 use std::process::ExitCode;
 
-use clap::{CommandFactory as _, Parser, Subcommand};
-
 mod check;
+mod cli;
 mod demo;
+mod flags;
+mod hops;
 mod inspect;
-mod view;
 mod w3c_service;
 mod watch;
 
-/// The multi-threaded tokio runtime a command runs on; `None` (with the reason printed) when
-/// it cannot start.
-pub(crate) fn runtime() -> Option<tokio::runtime::Runtime> {
-    // Two workers at least: `lens watch` answers a second Ctrl-C from a task of its own while
-    // another is held up writing to a slow standard output.
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
-    match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => Some(runtime),
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            None
-        }
-    }
-}
-
-/// `--json`, `--json=true` or `--json=false` (and clap's other boolish words): a switch that
-/// scripts can also pass a value to. Each command sets its own help with `mut_arg("json", ...)`.
-#[derive(Debug, clap::Args)]
-pub(crate) struct JsonFlag {
-    /// Print JSON
-    #[arg(
-        long,
-        value_name = "BOOL",
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = "true",
-        default_value = "false",
-        hide_default_value = true,
-        hide_possible_values = true,
-        value_parser = clap::builder::BoolishValueParser::new(),
-    )]
-    pub(crate) json: bool,
-}
-
-/// Command-line tools for W3C Trace Context and W3C Baggage.
-#[derive(Debug, Parser)]
-#[command(
-    name = "lens",
-    version,
-    propagate_version = true,
-    subcommand_required = true,
-    arg_required_else_help = true,
-    after_help = "`lens help <COMMAND>` or `lens <COMMAND> --help` describes a command.\n\
-                  Exit status: 0 success, 1 failure (an invalid value, a failed request), 2 usage error."
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Decode and check traceparent, tracestate, baggage and NCCL context values
-    Inspect(inspect::Args),
-    /// Run a traced request through HTTP, gRPC, a remote call and 4 ranks; print its trace
-    Demo(demo::Args),
-    /// Receive OTLP from every service and show each trace as it completes (and on a live page)
-    Watch(watch::Args),
-    /// Print the traces of OTLP/JSON files (as `lens watch --save` writes them)
-    Check(check::Args),
-    /// Run the W3C Trace Context test service (docs/propagation-rules.md#w3c-test-service)
-    #[command(name = "w3c-service")]
-    W3cService(w3c_service::Args),
-    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell) on stdout
-    Completions {
-        /// The shell to complete for
-        #[arg(value_enum, ignore_case = true)]
-        shell: clap_complete::Shell,
-    },
-}
-
 fn main() -> ExitCode {
-    // Usage errors exit 2 (help and --version exit 0), before any work starts.
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Inspect(args) => inspect::main(args),
-        Command::Demo(args) => demo::main(args),
-        Command::Watch(args) => watch::main(args),
-        Command::Check(args) => check::main(args),
-        Command::W3cService(args) => w3c_service::main(args),
-        Command::Completions { shell } => {
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "lens", &mut script);
-            let mut stdout = std::io::stdout().lock();
-            match stdout.write_all(&script).and_then(|()| stdout.flush()) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: cannot write the completion script: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-    }
-}
-
-/// Exit status for a command-line (usage) error.
-const USAGE_ERROR: u8 = 2;
-
-/// Reports a usage error found after parsing (`lens SUBCOMMAND ...`) the way clap reports its
-/// own: one message, the usage line and a hint; exit status 2.
-pub(crate) fn usage_error(subcommand: &str, message: impl Display) -> ExitCode {
-    let mut command = Cli::command();
-    command.build();
-    let error = match command.find_subcommand_mut(subcommand) {
-        Some(sub) => sub.error(clap::error::ErrorKind::ValueValidation, message),
-        None => command.error(clap::error::ErrorKind::ValueValidation, message),
-    };
-    let _ = error.print();
-    ExitCode::from(USAGE_ERROR)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_command_line_is_consistent() {
-        Cli::command().debug_assert();
-    }
+    cli::main()
 }

@@ -45,7 +45,7 @@ pub(crate) struct Args {
 /// Runs `lens w3c-service`.
 pub(crate) fn main(args: Args) -> ExitCode {
     let addr = args.listen;
-    let Some(runtime) = crate::runtime() else {
+    let Some(runtime) = crate::cli::runtime() else {
         return ExitCode::FAILURE;
     };
     match runtime.block_on(serve(addr)) {
@@ -160,7 +160,7 @@ mod tests {
             HARNESS_PORT,
             "the harness binds {HARNESS_PORT} itself"
         );
-        let mut command = crate::Cli::command();
+        let mut command = crate::cli::Cli::command();
         let help = command
             .find_subcommand_mut("w3c-service")
             .map(|c| c.render_long_help().to_string())

@@ -108,6 +108,88 @@ impl Stats {
     }
 }
 
+impl std::fmt::Display for Stats {
+    /// The status line: spans received, traces, services, rejected, evicted, and every span
+    /// dropped by its reason (never silent).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} spans received, {} traces ({} complete), {} services, {} rejected, {} traces evicted ({} spans)",
+            self.spans_received,
+            self.traces,
+            self.traces_completed,
+            self.services,
+            self.spans_rejected,
+            self.evicted_traces,
+            self.evicted_spans,
+        )?;
+        if self.evicted_open_traces > 0 {
+            write!(
+                f,
+                ", {} of them open ({} spans never shown)",
+                self.evicted_open_traces, self.dropped_evicted
+            )?;
+        }
+        if self.dropped_late > 0 {
+            write!(
+                f,
+                ", {} later spans of evicted traces dropped",
+                self.dropped_late
+            )?;
+        }
+        if self.dropped_spans > 0 {
+            write!(
+                f,
+                ", {} spans dropped over the per-trace limit",
+                self.dropped_spans
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl Stats {
+    /// The account of every span received, for the end of a run: `received = shown + held +
+    /// dropped by reason`, with `saved` (spans written to a file) beside `received` when given.
+    pub fn account(&self, saved: Option<u64>) -> Account<'_> {
+        Account { stats: self, saved }
+    }
+}
+
+/// [`Stats::account`]'s line.
+#[derive(Clone, Copy, Debug)]
+pub struct Account<'a> {
+    stats: &'a Stats,
+    saved: Option<u64>,
+}
+
+impl std::fmt::Display for Account<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let stats = self.stats;
+        write!(f, "{} spans received", stats.spans_received)?;
+        if let Some(saved) = self.saved {
+            write!(f, ", {saved} saved")?;
+        }
+        write!(f, ": {} shown", stats.spans_shown)?;
+        if stats.spans_open > 0 {
+            write!(f, ", {} held open", stats.spans_open)?;
+        }
+        write!(
+            f,
+            ", {} dropped ({} in traces evicted while open, {} arriving after their trace was \
+evicted, {} over the per-trace limit)",
+            stats.dropped(),
+            stats.dropped_evicted,
+            stats.dropped_late,
+            stats.dropped_spans
+        )?;
+        if stats.spans_rejected > 0 {
+            write!(f, "; {} more rejected by the decoder", stats.spans_rejected)?;
+        }
+        Ok(())
+    }
+}
+
 const MAX_SERVICES_COUNTED: usize = 100_000;
 
 /// One trace held by the assembler.

@@ -56,6 +56,16 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// A batch of `spans`, none rejected (spans from another source than a decoder: an SDK's
+    /// exporter, a test).
+    pub fn new(spans: Vec<Span>) -> Self {
+        Batch {
+            spans,
+            rejected: 0,
+            error: None,
+        }
+    }
+
     fn reject(&mut self, why: impl FnOnce() -> String) {
         self.rejected += 1;
         if self.error.is_none() {
@@ -126,7 +136,8 @@ impl Keys {
     }
 }
 
-/// The spans of a decoded request (the gRPC receiver gets it decoded).
+/// The spans of an OTLP request already decoded into its protobuf messages (both receivers
+/// take bytes and decode them with [`decode_protobuf`] or [`decode_json`]).
 pub fn from_request(request: ExportTraceServiceRequest) -> Batch {
     let mut batch = Batch::default();
     let keys = &mut Keys::default();

@@ -1,10 +1,13 @@
 //! Receive OpenTelemetry traces over OTLP from every service, Python and Rust, assemble them by
-//! trace with bounded memory, and draw them as waterfalls: the library behind `lens watch` and
-//! `lens check`.
+//! trace with bounded memory, draw them as waterfalls, and diagnose where trace context was
+//! lost between services (the propagation doctor): the library behind `lens watch`, `lens
+//! check` and `lens demo`.
 //!
 //! ```
 //! use std::time::{Duration, Instant};
-//! use lens_watch::{assemble::{Assembler, Config}, decode, render};
+//! use lens_watch::decode;
+//! use lens_watch::render::Output;
+//! use lens_watch::session::{Session, SessionConfig};
 //!
 //! // One OTLP/JSON request (as `lens watch --save` or the Collector's file exporter write it).
 //! let line = br#"{"resourceSpans":[{"resource":{"attributes":[
@@ -16,19 +19,19 @@
 //! let batch = decode::decode_json(line)?;
 //! assert_eq!((batch.spans.len(), batch.rejected), (1, 0));
 //!
-//! // Assemble: a trace is complete once quiet for the window. The clock is the caller's.
-//! let mut assembler = Assembler::new(Config::default());
+//! // A session: a trace completes once quiet for the window (the clock is the caller's), with
+//! // the doctor's findings on it.
+//! let mut session = Session::new(SessionConfig::default());
 //! let t0 = Instant::now();
-//! assembler.insert(batch.spans, t0);
-//! assert!(assembler.poll(t0 + Duration::from_secs(1)).is_empty());
-//! let done = assembler.poll(t0 + Duration::from_secs(2));
+//! session.ingest(batch, t0);
+//! assert!(session.poll(t0 + Duration::from_secs(1)).is_empty());
+//! let done = session.poll(t0 + Duration::from_secs(2));
 //! assert_eq!(done.len(), 1);
+//! assert!(done[0].findings.is_empty());
 //!
 //! // Render it as the terminal waterfall.
-//! let spans = &assembler.trace(&done[0]).unwrap().spans;
-//! let layout = render::layout(done[0], spans.iter().collect());
 //! let mut text = String::new();
-//! render::text::render(&layout, &render::index(spans), render::HopNames::default(), false, &mut text);
+//! Output::Text { colour: false }.trace(&session.view_of(&done[0]).unwrap(), &mut text);
 //! assert!(text.contains("GET /") && text.contains("gateway") && text.contains("SERVER"));
 //! # Ok::<(), lens_watch::decode::DecodeError>(())
 //! ```
@@ -36,9 +39,12 @@
 //! The data flows one way, a module a step: [`decode`] (OTLP/protobuf and OTLP/JSON to the
 //! owned [`model`]) → [`assemble`] (by trace, quiet window, bounded) → [`diagnose`] (the
 //! propagation doctor's findings on each completed trace) → [`render`] (text, JSON, HTML).
-//! [`encode`] writes spans back as OTLP (`--save`). With the `server` feature (on by default),
-//! [`receive`] runs the OTLP/gRPC and OTLP/HTTP receivers.
+//! [`session`] joins them: batches in, completed traces with their findings out, a view of
+//! each trace for the renderers, the list for a page, the status line. [`encode`] writes spans
+//! back as OTLP (`--save`). With the `server` feature (on by default), [`receive`] runs the
+//! OTLP/gRPC and OTLP/HTTP receivers.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod assemble;
 pub mod decode;
@@ -46,8 +52,10 @@ pub mod diagnose;
 pub mod encode;
 pub mod model;
 #[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod receive;
 pub mod render;
+pub mod session;
 
 #[cfg(test)]
 pub(crate) mod testing;

@@ -184,39 +184,68 @@ pub mod grpc {
         }
     }
 
-    impl<B> tower_service::Service<http::Request<B>> for TraceService
+    /// Serves `unary` at `path` over OTLP's gRPC framing: gzip both ways, [`MAX_BODY`] as the
+    /// limit. What [`TraceService`] and [`IgnoredMetrics`] each are, with their own method.
+    fn serve_unary<B, U>(
+        request: http::Request<B>,
+        path: &'static str,
+        unary: U,
+    ) -> Pin<Box<dyn Future<Output = Result<http::Response<tonic::body::Body>, Infallible>> + Send>>
     where
         B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
+        U: tonic::server::UnaryService<Bytes, Response = ExportTraceServiceResponse>
+            + Send
+            + 'static,
+        U::Future: Send,
     {
-        type Response = http::Response<tonic::body::Body>;
-        type Error = Infallible;
-        type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
-
-        fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-            Poll::Ready(Ok(()))
+        if request.uri().path() != path {
+            return Box::pin(async move {
+                Ok(Status::unimplemented(format!("only {path} is served")).into_http())
+            });
         }
-
-        fn call(&mut self, request: http::Request<B>) -> Self::Future {
-            if request.uri().path() != EXPORT_PATH {
-                return Box::pin(async {
-                    Ok(Status::unimplemented("only TraceService/Export is served").into_http())
-                });
-            }
-            let export = Export(self.sender.clone());
-            Box::pin(async move {
-                let mut grpc = tonic::server::Grpc::new(OtlpCodec)
-                    .accept_compressed(CompressionEncoding::Gzip)
-                    .send_compressed(CompressionEncoding::Gzip)
-                    // tonic 0.14 applies it twice (`tonic/src/codec/decode.rs`, `decode_chunk`):
-                    // to the frame's length header before the body is read (OUT_OF_RANGE), and
-                    // to the decompressed size, decompressing into a buffer `limit`ed to it
-                    // (RESOURCE_EXHAUSTED): a gzip bomb costs MAX_BODY bytes at most.
-                    .max_decoding_message_size(MAX_BODY);
-                Ok(grpc.unary(export, request).await)
-            })
-        }
+        Box::pin(async move {
+            let mut grpc = tonic::server::Grpc::new(OtlpCodec)
+                .accept_compressed(CompressionEncoding::Gzip)
+                .send_compressed(CompressionEncoding::Gzip)
+                // tonic 0.14 applies it twice (`tonic/src/codec/decode.rs`, `decode_chunk`): to
+                // the frame's length header before the body is read (OUT_OF_RANGE), and to the
+                // decompressed size, decompressing into a buffer `limit`ed to it
+                // (RESOURCE_EXHAUSTED): a gzip bomb costs MAX_BODY bytes at most.
+                .max_decoding_message_size(MAX_BODY);
+            Ok(grpc.unary(unary, request).await)
+        })
     }
+
+    /// The tower `Service` of a gRPC service of OTLP: `$unary` (made from `self`) at `$path`,
+    /// through [`serve_unary`].
+    macro_rules! otlp_service {
+        ($service:ty, $path:expr, |$this:ident| $unary:expr) => {
+            impl<B> tower_service::Service<http::Request<B>> for $service
+            where
+                B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+                B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
+            {
+                type Response = http::Response<tonic::body::Body>;
+                type Error = Infallible;
+                type Future =
+                    Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+                fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+                    Poll::Ready(Ok(()))
+                }
+
+                fn call(&mut self, request: http::Request<B>) -> Self::Future {
+                    let $this = self;
+                    serve_unary(request, $path, $unary)
+                }
+            }
+        };
+    }
+
+    otlp_service!(TraceService, EXPORT_PATH, |this| Export(
+        this.sender.clone()
+    ));
 
     /// The OTLP metrics service, answering every export with an empty success and dropping
     /// what it carries (`lens watch` shows traces): for a tonic server beside
@@ -244,34 +273,7 @@ pub mod grpc {
         }
     }
 
-    impl<B> tower_service::Service<http::Request<B>> for IgnoredMetrics
-    where
-        B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
-    {
-        type Response = http::Response<tonic::body::Body>;
-        type Error = Infallible;
-        type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
-
-        fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-            Poll::Ready(Ok(()))
-        }
-
-        fn call(&mut self, request: http::Request<B>) -> Self::Future {
-            if request.uri().path() != METRICS_EXPORT_PATH {
-                return Box::pin(async {
-                    Ok(Status::unimplemented("only MetricsService/Export is served").into_http())
-                });
-            }
-            Box::pin(async move {
-                let mut grpc = tonic::server::Grpc::new(OtlpCodec)
-                    .accept_compressed(CompressionEncoding::Gzip)
-                    .send_compressed(CompressionEncoding::Gzip)
-                    .max_decoding_message_size(MAX_BODY);
-                Ok(grpc.unary(Drop, request).await)
-            })
-        }
-    }
+    otlp_service!(IgnoredMetrics, METRICS_EXPORT_PATH, |_this| Drop);
 
     /// Serves OTLP/gRPC on `listener` until `shutdown` completes (with `TCP_NODELAY` on every
     /// connection: with Nagle's algorithm, small replies wait for delayed ACKs, tens of
@@ -310,6 +312,7 @@ pub mod http {
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse;
     use prost::Message as _;
     use serde_json::json;
+    use tonic::Code;
 
     use super::{MAX_BODY, Sender, off_the_workers, partial_success};
     use crate::decode::{decode_json, decode_protobuf};
@@ -345,14 +348,10 @@ pub mod http {
         message: String,
     }
 
-    /// gRPC code INVALID_ARGUMENT, for `google.rpc.Status` bodies.
-    const INVALID_ARGUMENT: i32 = 3;
-    /// gRPC code RESOURCE_EXHAUSTED.
-    const RESOURCE_EXHAUSTED: i32 = 8;
-    /// gRPC code UNAVAILABLE.
-    const UNAVAILABLE: i32 = 14;
-
-    fn error(status: StatusCode, format: Format, code: i32, message: String) -> Response {
+    /// An OTLP/HTTP error: `status`, and a `google.rpc.Status` with the gRPC `code` in the
+    /// request's format.
+    fn error(status: StatusCode, format: Format, code: Code, message: String) -> Response {
+        let code = code as i32;
         let body = match format {
             Format::Protobuf => RpcStatus { code, message }.encode_to_vec(),
             Format::Json => json!({ "code": code, "message": message })
@@ -404,61 +403,69 @@ pub mod http {
         }
     }
 
-    /// gRPC code INTERNAL.
-    const INTERNAL: i32 = 13;
-
     fn too_large(format: Format, what: &str) -> Response {
         error(
             StatusCode::PAYLOAD_TOO_LARGE,
             format,
-            RESOURCE_EXHAUSTED,
+            Code::ResourceExhausted,
             format!("{what} is over the limit of {MAX_BODY} bytes"),
         )
     }
 
-    /// The body, gunzipped when `gzip` (at most [`MAX_BODY`] bytes out), decoded as `format`;
-    /// the error answer otherwise.
-    fn unpack(
-        bytes: &[u8],
-        gzip: bool,
-        format: Format,
-    ) -> Result<crate::decode::Batch, Box<Response>> {
+    /// Why a body could not be unpacked.
+    #[derive(Debug)]
+    enum Unpack {
+        /// It decompresses past [`MAX_BODY`].
+        TooLarge,
+        /// The gzip stream is broken.
+        Gzip(std::io::Error),
+        /// The OTLP message does not decode.
+        Decode(crate::decode::DecodeError),
+    }
+
+    impl Unpack {
+        /// The answer for it, in the request's format.
+        fn answer(self, format: Format) -> Response {
+            match self {
+                Unpack::TooLarge => too_large(format, "the decompressed request body"),
+                Unpack::Gzip(e) => error(
+                    StatusCode::BAD_REQUEST,
+                    format,
+                    Code::InvalidArgument,
+                    format!("the gzip body does not decompress: {e}"),
+                ),
+                Unpack::Decode(e) => error(
+                    StatusCode::BAD_REQUEST,
+                    format,
+                    Code::InvalidArgument,
+                    e.to_string(),
+                ),
+            }
+        }
+    }
+
+    /// The body, gunzipped when `gzip` (at most [`MAX_BODY`] bytes out), decoded as `format`.
+    fn unpack(bytes: &[u8], gzip: bool, format: Format) -> Result<crate::decode::Batch, Unpack> {
         let unzipped;
         let bytes = if gzip {
             let mut out = Vec::new();
             let decoder = flate2::read::GzDecoder::new(bytes);
             match decoder.take(MAX_BODY as u64 + 1).read_to_end(&mut out) {
-                Ok(n) if n > MAX_BODY => {
-                    return Err(Box::new(too_large(format, "the decompressed request body")));
-                }
+                Ok(n) if n > MAX_BODY => return Err(Unpack::TooLarge),
                 Ok(_) => {
                     unzipped = out;
                     &unzipped[..]
                 }
-                Err(e) => {
-                    return Err(Box::new(error(
-                        StatusCode::BAD_REQUEST,
-                        format,
-                        INVALID_ARGUMENT,
-                        format!("the gzip body does not decompress: {e}"),
-                    )));
-                }
+                Err(e) => return Err(Unpack::Gzip(e)),
             }
         } else {
             bytes
         };
-        let decoded = match format {
+        match format {
             Format::Protobuf => decode_protobuf(bytes),
             Format::Json => decode_json(bytes),
-        };
-        decoded.map_err(|e| {
-            Box::new(error(
-                StatusCode::BAD_REQUEST,
-                format,
-                INVALID_ARGUMENT,
-                e.to_string(),
-            ))
-        })
+        }
+        .map_err(Unpack::Decode)
     }
 
     /// `POST /v1/metrics`: the body read (up to [`MAX_BODY`]) and dropped; an empty
@@ -472,7 +479,7 @@ pub mod http {
             return error(
                 StatusCode::BAD_REQUEST,
                 format,
-                INVALID_ARGUMENT,
+                Code::InvalidArgument,
                 format!("cannot read the request body: {e}"),
             );
         }
@@ -493,7 +500,7 @@ pub mod http {
             return error(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 Format::Json,
-                INVALID_ARGUMENT,
+                Code::InvalidArgument,
                 "Content-Type must be application/x-protobuf or application/json".to_owned(),
             );
         };
@@ -505,7 +512,7 @@ pub mod http {
                 return error(
                     StatusCode::UNSUPPORTED_MEDIA_TYPE,
                     format,
-                    INVALID_ARGUMENT,
+                    Code::InvalidArgument,
                     "Content-Encoding must be gzip or identity".to_owned(),
                 );
             }
@@ -526,23 +533,22 @@ pub mod http {
                 return error(
                     StatusCode::BAD_REQUEST,
                     format,
-                    INVALID_ARGUMENT,
+                    Code::InvalidArgument,
                     format!("cannot read the request body: {e}"),
                 );
             }
         };
         let batch = match off_the_workers(bytes.len(), move || unpack(&bytes, gzip, format)).await {
-            Ok(unpacked) => unpacked,
-            Err(e) => Err(Box::new(error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format,
-                INTERNAL,
-                format!("the decoder failed: {e}"),
-            ))),
-        };
-        let batch = match batch {
-            Ok(batch) => batch,
-            Err(response) => return *response,
+            Ok(Ok(batch)) => batch,
+            Ok(Err(why)) => return why.answer(format),
+            Err(e) => {
+                return error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format,
+                    Code::Internal,
+                    format!("the decoder failed: {e}"),
+                );
+            }
         };
         let response = ExportTraceServiceResponse {
             partial_success: partial_success(&batch),
@@ -551,7 +557,7 @@ pub mod http {
             return error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format,
-                UNAVAILABLE,
+                Code::Unavailable,
                 "the receiver is shutting down".to_owned(),
             );
         }

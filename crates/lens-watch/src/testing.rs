@@ -72,3 +72,12 @@ pub(crate) fn sample() -> Vec<Span> {
     // Out of order on purpose: the tree is built by parent and start time.
     vec![b, server, a, root, client]
 }
+
+/// `spans` (all of one trace) as a view, links resolved among them.
+pub(crate) fn view(spans: &[Span]) -> crate::render::TraceView<'_> {
+    crate::render::TraceView::from_spans(
+        spans[0].trace_id,
+        spans,
+        crate::render::HopNames::default(),
+    )
+}

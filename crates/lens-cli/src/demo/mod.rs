@@ -6,8 +6,8 @@
 //! * [`collect`]: the embedded span store every provider exports into.
 //! * The waterfall (text, colour only on a terminal; JSON; a self-contained HTML page) is
 //!   lens-watch's, the one `lens watch` draws: the collector is one more source of spans
-//!   ([`crate::view::FromSdk`]) for lens-watch's assembler, the store `lens watch` and
-//!   `lens check` fill, and the traces are printed from it as they print theirs.
+//!   ([`sdk::FromSdk`]) for a lens-watch session, as `lens watch` and `lens check` fill
+//!   theirs, and the traces are printed from it as they print theirs.
 //! * [`durations`]: the request durations per hop, read from the histograms the adapters
 //!   recorded (each service has a meter provider beside its tracer provider).
 //! * [`otlp`]: `--otlp URL`, the spans and metrics sent to a collector with opentelemetry-otlp.
@@ -26,65 +26,51 @@ use opentelemetry::trace::TraceId;
 pub(crate) mod collect;
 mod durations;
 mod otlp;
+mod sdk;
 mod topology;
 
 use collect::{CollectedSpan, Collector};
-use lens_watch::assemble::{Assembler, Config};
-use lens_watch::diagnose::{Doctor, DoctorConfig, Finding, Severity};
-use lens_watch::render;
+use lens_watch::assemble::Config;
+use lens_watch::decode::Batch;
+use lens_watch::diagnose::{Finding, Severity};
+use lens_watch::render::{self, Output, TraceView};
+use lens_watch::session::{Completed, Session, SessionConfig};
 
-use crate::view::{Colour, ColourFlag, FromSdk, HOP_NAMES, Output, print_findings, print_trace};
+use crate::cli::{runtime, usage_error};
+use crate::flags::{Colour, ColourFlag, JsonFlag};
+use crate::hops::HOP_NAMES;
+use sdk::FromSdk;
 
 /// The foot of the `--html` page.
 const HTML_FOOTER: &str = "Written by <code>lens demo --html</code>. Bars: start and duration of each span within its trace; hover a bar for its attributes.";
 
-/// The collected spans, assembled by lens-watch's assembler as `lens watch` assembles the spans
-/// it receives (the collector is one more source of spans for the same store): every trace
-/// completed now (the demo has all its spans), nothing evicted (the collector already holds
-/// them all). Returns the assembler and its traces in order of their earliest start.
-fn assemble(spans: &[CollectedSpan]) -> (Assembler, Vec<lens_watch::model::TraceId>) {
-    let mut assembler = Assembler::new(Config {
+/// The collected spans in a lens-watch session, as `lens watch` takes the spans it receives
+/// (the collector is one more source of spans): every trace completed now (the demo has all
+/// its spans) and diagnosed in order of its earliest start, nothing evicted (the collector
+/// already holds them all).
+fn session(spans: &[CollectedSpan]) -> (Session, Vec<Completed>) {
+    let mut config = SessionConfig::default();
+    config.assemble = Config {
         max_traces: usize::MAX,
         max_spans_per_trace: usize::MAX,
         max_spans: usize::MAX,
         ..Config::default()
-    });
+    };
+    config.hop_names = HOP_NAMES;
+    let mut session = Session::new(config);
     let mut from = FromSdk::default();
-    assembler.insert(
-        spans.iter().filter_map(|s| from.span(&s.service, &s.data)),
-        Instant::now(),
-    );
-    let mut ids: Vec<_> = assembler
-        .flush()
-        .into_iter()
-        .filter_map(|id| {
-            let start = assembler
-                .trace(&id)?
-                .spans
-                .iter()
-                .map(|s| s.start_unix_nano)
-                .min()?;
-            Some((start, id))
-        })
+    let spans = spans
+        .iter()
+        .filter_map(|s| from.span(&s.service, &s.data))
         .collect();
-    // Stable: traces that start together keep their order of arrival.
-    ids.sort_by_key(|(start, _)| *start);
-    (assembler, ids.into_iter().map(|(_, id)| id).collect())
+    session.ingest(Batch::new(spans), Instant::now());
+    let done = session.flush_by_start();
+    (session, done)
 }
 
-/// The traces `ids` held by `assembler`, laid out.
-fn layouts<'a>(
-    assembler: &'a Assembler,
-    ids: &[lens_watch::model::TraceId],
-) -> Vec<render::Layout<'a>> {
-    ids.iter()
-        .filter_map(|id| {
-            Some(render::layout(
-                *id,
-                assembler.trace(id)?.spans.iter().collect(),
-            ))
-        })
-        .collect()
+/// The traces `done`, ready to draw.
+fn views<'a>(session: &'a Session, done: &[Completed]) -> Vec<TraceView<'a>> {
+    done.iter().filter_map(|c| session.view_of(c)).collect()
 }
 use topology::{Demo, DemoError, Hop};
 
@@ -111,7 +97,7 @@ found an error without --break, 2 usage error."
 )]
 pub(crate) struct Args {
     #[command(flatten)]
-    json: crate::JsonFlag,
+    json: JsonFlag,
 
     /// Also write the waterfall as a self-contained HTML page to FILE
     #[arg(long, value_name = "FILE")]
@@ -227,7 +213,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
         Some(path) => match std::fs::File::create(&path) {
             Ok(file) => Some((path, file)),
             Err(e) => {
-                return crate::usage_error(
+                return usage_error(
                     "demo",
                     format!("cannot write the --html file {}: {e}", path.display()),
                 );
@@ -245,7 +231,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
         colour: args.color.color,
         broken: args.break_hop,
     };
-    let Some(runtime) = crate::runtime() else {
+    let Some(runtime) = runtime() else {
         return ExitCode::FAILURE;
     };
     let ok = runtime.block_on(run(&options));
@@ -297,10 +283,9 @@ async fn run(options: &Options) -> bool {
     demo.flush();
     let mut ok = failures.is_empty() && all_complete;
 
-    let (assembler, ids) = assemble(&spans);
-    let traces = layouts(&assembler, &ids);
-    let index = render::index(assembler.traces().flat_map(|(_, t)| &t.spans));
-    let findings = diagnose(&assembler, &ids);
+    let (session, done) = session(&spans);
+    let traces = views(&session, &done);
+    let findings: Vec<Finding> = done.iter().flat_map(|c| c.findings.clone()).collect();
     if options.broken.is_none() && findings.iter().any(|f| f.severity() == Severity::Error) {
         // The healthy demo gives no finding: one is a bug of the demo or of the doctor.
         ok = false;
@@ -321,16 +306,16 @@ async fn run(options: &Options) -> bool {
         let output = Output::Text {
             colour: options.colour.enabled(),
         };
-        for (i, id) in ids.iter().enumerate() {
+        for (i, view) in traces.iter().enumerate() {
             if i > 0 {
                 out.push('\n');
             }
-            print_trace(&assembler, *id, output, false, &mut out);
+            output.trace(view, &mut out);
         }
     } else {
         let mut complete_count = 0;
         for trace in &traces {
-            let summary = trace.summary(HOP_NAMES);
+            let summary = trace.summary();
             complete_count += usize::from(summary.is_complete());
             out.push_str(&render::summary_line(&summary));
             out.push('\n');
@@ -357,34 +342,30 @@ async fn run(options: &Options) -> bool {
         if options.json {
             // Standard output holds one JSON array: the findings go to standard error.
             let mut text = String::new();
-            print_findings(&findings, Output::Text { colour: false }, false, &mut text);
+            Output::Text { colour: false }.findings(&findings, &mut text);
             eprint!("{text}");
         } else {
             out.push('\n');
             let output = Output::Text {
                 colour: options.colour.enabled(),
             };
-            print_findings(&findings, output, false, &mut out);
+            output.findings(&findings, &mut out);
         }
     }
-    {
-        let mut stdout = std::io::stdout().lock();
-        if stdout
-            .write_all(out.as_bytes())
-            .and_then(|()| stdout.flush())
-            .is_err()
-        {
-            ok = false;
-        }
+    // A reader that stopped early is no error; the demo's status stays its own.
+    match crate::flags::print(&out) {
+        Ok(_) => {}
+        Err(_) => ok = false,
     }
 
     if let Some((path, file)) = &options.html {
         let mut file = file;
         let title = match traces.as_slice() {
-            [one] => format!("lens demo: trace {}", one.trace_id),
+            [one] => format!("lens demo: trace {}", one.trace_id()),
             _ => format!("lens demo: {} traces", traces.len()),
         };
-        let page = render::html::page(&traces, &index, HOP_NAMES, &title, HTML_FOOTER);
+        let mut page = String::new();
+        render::html::page(&traces, &title, HTML_FOOTER, &mut page);
         match file.write_all(page.as_bytes()) {
             Ok(()) => eprintln!("wrote {}", path.display()),
             Err(e) => {
@@ -469,25 +450,15 @@ async fn send_all(
     (trace_ids, failures)
 }
 
-/// The propagation doctor's findings on the traces `ids` held by `assembler` (the findings
-/// `lens watch` would print for them), in the order of the traces.
-fn diagnose(assembler: &Assembler, ids: &[lens_watch::model::TraceId]) -> Vec<Finding> {
-    let mut doctor = Doctor::new(DoctorConfig::default());
-    ids.iter()
-        .filter_map(|id| assembler.trace(id))
-        .flat_map(|t| doctor.diagnose(t, assembler))
-        .collect()
-}
-
 /// Every trace in `ids` is present, and every trace held is complete (one root, every parent
 /// present): with a broken hop, the trace the called service started is not in `ids`.
 fn complete(spans: &[CollectedSpan], ids: &[TraceId]) -> bool {
-    let (assembler, held) = assemble(spans);
-    let traces = layouts(&assembler, &held);
-    traces.iter().all(|t| t.summary(HOP_NAMES).is_complete())
+    let (session, done) = session(spans);
+    let traces = views(&session, &done);
+    traces.iter().all(|t| t.summary().is_complete())
         && ids
             .iter()
-            .all(|id| traces.iter().any(|t| t.trace_id.0 == id.to_bytes()))
+            .all(|id| traces.iter().any(|t| t.trace_id().0 == id.to_bytes()))
 }
 
 #[cfg(test)]

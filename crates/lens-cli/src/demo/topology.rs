@@ -42,7 +42,7 @@ use tonic::transport::{Channel, Endpoint};
 use tower_layer::Layer as _;
 
 use super::collect::{Collector, Service};
-use crate::view::BROADCAST_SCOPE;
+use crate::hops::BROADCAST_SCOPE;
 
 /// Pipeline ranks of the training step.
 pub(crate) const RANKS: usize = 4;

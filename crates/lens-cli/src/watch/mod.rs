@@ -2,12 +2,12 @@
 //! each as it completes: the waterfall (or `--json`) on standard output, a status line on
 //! standard error, and a live page on the HTTP port.
 //!
-//! decode (lens-watch's receivers, in their tasks) → a bounded channel → assemble (one task,
-//! the only writer of the [`Assembler`]) → render (terminal, JSON lines, the page's API).
+//! lens-watch's receivers (in their tasks) → a bounded channel → the [`Session`] (one task, its
+//! only writer: `--save`, assembly, the doctor) → the terminal ([`terminal`]) and the page's
+//! API ([`page`]). A stop ([`stop`]) drains what was accepted first.
 
-use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{BufWriter, IsTerminal as _, Write as _};
+use std::io::{BufWriter, Write as _};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,18 +15,22 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use lens_watch::assemble::{Assembler, Config};
+use lens_watch::assemble::Config;
 use lens_watch::decode::Batch;
-use lens_watch::diagnose::{Doctor, DoctorConfig, Finding, Severity};
-use lens_watch::model::TraceId;
 use lens_watch::receive;
+use lens_watch::render::Output;
+use lens_watch::session::{Session, SessionConfig};
 use tokio::sync::mpsc;
 
-use crate::view::{
-    ColourFlag, FindingCounts, Output, print_findings, print_trace, span_account, status_line,
-};
+use crate::cli::{runtime, usage_error};
+use crate::flags::{ColourFlag, JsonFlag};
+use crate::hops::HOP_NAMES;
+use stop::{Signals, stop_at_once};
+use terminal::Terminal;
 
 mod page;
+mod stop;
+mod terminal;
 
 /// `lens watch`: an OTLP receiver that shows every trace as it completes.
 #[derive(Debug, clap::Args)]
@@ -60,7 +64,7 @@ pub(crate) struct Args {
     http: SocketAddr,
 
     #[command(flatten)]
-    json: crate::JsonFlag,
+    json: JsonFlag,
 
     /// Leave out info findings (a hop linked by its server's trust policy: untrusted-linked)
     #[arg(long)]
@@ -96,40 +100,22 @@ fn seconds(value: &str) -> Result<Duration, String> {
         .ok_or_else(|| "expected seconds in [0, 3600]".to_owned())
 }
 
-/// Batches waiting for the assembler; a full channel holds the receivers back.
+/// Batches waiting for the session; a full channel holds the receivers back.
 const CHANNEL: usize = 256;
 
-/// The assembler and the latest findings, shared by their one writer (the assembly task) and
-/// the page's readers.
+/// The session, shared by its one writer (the task that takes the batches) and the page's
+/// readers.
 #[derive(Clone, Debug)]
-pub(crate) struct Store(Arc<Mutex<Assembler>>, Arc<Mutex<VecDeque<Finding>>>);
-
-/// The most findings the page is offered (the newest).
-const PAGE_FINDINGS: usize = 1_000;
+pub(crate) struct Store(Arc<Mutex<Session>>);
 
 impl Store {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Assembler> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Session> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
-
-    /// The latest findings, oldest first.
-    pub(crate) fn findings(&self) -> MutexGuard<'_, VecDeque<Finding>> {
-        self.1.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn add_findings(&self, findings: &[Finding], quiet: bool) {
-        let mut held = self.findings();
-        for f in findings {
-            if quiet && f.severity() == Severity::Info {
-                continue;
-            }
-            if held.len() >= PAGE_FINDINGS {
-                held.pop_front();
-            }
-            held.push_back(f.clone());
-        }
-    }
 }
+
+/// The save file: shared with [`stop_at_once`] during a stop.
+pub(crate) type Save = Option<(PathBuf, BufWriter<File>)>;
 
 /// Binds `addr` for `flag`; a clear usage error (naming the port and the flag) when it cannot.
 fn bind(addr: SocketAddr, flag: &str) -> Result<std::net::TcpListener, ExitCode> {
@@ -143,7 +129,7 @@ Collector may be running; stop it or pass {flag} with another address",
         } else {
             format!("cannot listen on {addr} ({flag}): {e}")
         };
-        crate::usage_error("watch", message)
+        usage_error("watch", message)
     })?;
     listener.set_nonblocking(true).map_err(|e| {
         eprintln!("error: {e}");
@@ -159,7 +145,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
         Some(path) => match File::options().create(true).append(true).open(path) {
             Ok(file) => Some((path.clone(), BufWriter::new(file))),
             Err(e) => {
-                return crate::usage_error(
+                return usage_error(
                     "watch",
                     format!("cannot write the --save file {}: {e}", path.display()),
                 );
@@ -182,7 +168,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
             );
         }
     }
-    let Some(runtime) = crate::runtime() else {
+    let Some(runtime) = runtime() else {
         return ExitCode::FAILURE;
     };
     let output = if args.json.json {
@@ -192,24 +178,36 @@ pub(crate) fn main(args: Args) -> ExitCode {
             colour: args.color.color.enabled(),
         }
     };
-    let config = Config {
+    let mut config = SessionConfig::default();
+    config.assemble = Config {
         quiet_for: args.quiet_for,
         max_traces: usize::try_from(args.max_traces).unwrap_or(usize::MAX),
         max_spans_per_trace: usize::try_from(args.max_spans_per_trace).unwrap_or(usize::MAX),
         ..Config::default()
     };
-    let code = runtime.block_on(run(grpc, http, config, output, args.quiet, save));
+    config.quiet = args.quiet;
+    config.hop_names = HOP_NAMES;
+    let code = runtime.block_on(run(grpc, http, config, output, save));
     runtime.shutdown_timeout(Duration::from_millis(100));
     code
+}
+
+/// Why the loop stopped taking batches.
+enum Ended {
+    /// A signal: drain what was accepted, then stop.
+    Signal(&'static str),
+    /// Standard output was closed: drain quietly, then stop.
+    Closed,
+    /// The receivers are gone, or the save file failed: show what is held, then stop.
+    Done,
 }
 
 async fn run(
     grpc: std::net::TcpListener,
     http: std::net::TcpListener,
-    config: Config,
+    config: SessionConfig,
     output: Output,
-    quiet: bool,
-    mut save: Option<(PathBuf, BufWriter<File>)>,
+    mut save: Save,
 ) -> ExitCode {
     let (grpc, http) = match (
         tokio::net::TcpListener::from_std(grpc),
@@ -235,8 +233,8 @@ async fn run(
             return ExitCode::FAILURE;
         }
     };
-    let max_traces = config.max_traces;
-    let store = Store(Arc::new(Mutex::new(Assembler::new(config))), Arc::default());
+    let max_traces = config.assemble.max_traces;
+    let store = Store(Arc::new(Mutex::new(Session::new(config))));
     let (sender, mut batches) = mpsc::channel::<Batch>(CHANNEL);
     // The servers run until everything accepted has been saved and shown, answering
     // "unavailable" (retryable) once the channel is closed, then stop gracefully.
@@ -263,20 +261,10 @@ async fn run(
         "lens watch: OTLP/gRPC on {grpc_addr}, OTLP/HTTP on http://{http_addr}/v1/traces, the page on http://{http_addr}/ (Ctrl-C to stop)"
     );
 
-    let mut view = View {
-        store: store.clone(),
-        doctor: Doctor::new(DoctorConfig::default()),
-        counts: FindingCounts::default(),
-        output,
-        quiet,
-        tty: std::io::stderr().is_terminal(),
-        shown_status: String::new(),
-        max_traces,
-        warned_evicting_open: false,
-    };
+    let mut terminal = Terminal::new(store.clone(), output, max_traces);
     let mut saved: u64 = 0;
     let mut code = ExitCode::SUCCESS;
-    let signal = loop {
+    let ended = loop {
         let deadline = store.lock().next_deadline();
         let sleep = async {
             match deadline {
@@ -289,86 +277,94 @@ async fn run(
                 Some(batch) => {
                     if take(&mut save, &store, batch, &mut saved).is_err() {
                         code = ExitCode::FAILURE;
-                        break None;
+                        break Ended::Done;
                     }
                 }
-                None => break None,
+                None => break Ended::Done,
             },
             () = sleep => {}
-            signal = signals.next() => break Some(signal),
+            signal = signals.next() => break Ended::Signal(signal),
         }
         let done = store.lock().poll(Instant::now());
-        if view.show(&done, false, false).is_err() {
-            return ExitCode::FAILURE;
+        match terminal.show(&done, false) {
+            Ok(true) => {}
+            Ok(false) => break Ended::Closed,
+            Err(code) => return code,
         }
     };
 
-    if let Some(first) = signal {
-        // Stop accepting (new exports are answered "unavailable", which exporters retry), then
-        // save and assemble every batch already accepted: its sender was told "success".
-        batches.close();
-        let mut accepted = Vec::new();
-        while let Some(batch) = batches.recv().await {
-            accepted.push(batch);
-        }
-        let left = Arc::new(AtomicU64::new(
-            accepted.iter().map(|b| b.spans.len() as u64).sum(),
-        ));
-        view.clear_status();
-        eprintln!(
-            "lens watch: stopping ({first}): saving and showing the {} spans accepted and not yet assembled, then every trace still open; {first} again stops at once",
-            left.load(Ordering::Relaxed)
-        );
-        let save = Arc::new(Mutex::new(save));
-        // A second signal ends the run from its own task, even while this one is held up by a
-        // slow standard output; it waits for a batch being appended, so the file ends whole.
-        tokio::spawn(stop_at_once(
-            signals,
-            Arc::clone(&save),
-            Arc::clone(&left),
-            store.clone(),
-            view.tty,
-        ));
-        for batch in accepted {
-            let spans = batch.spans.len() as u64;
-            let taken = {
-                // `left` changes under the lock that `stop_at_once` takes: a batch is either
-                // written or left, never both.
-                let mut save = save.lock().unwrap_or_else(PoisonError::into_inner);
-                let taken = take(&mut save, &store, batch, &mut saved);
-                left.fetch_sub(spans, Ordering::Relaxed);
-                taken
+    let first = match ended {
+        Ended::Done => {
+            let done = store.lock().flush();
+            return match terminal.show(&done, true) {
+                Err(code) => code,
+                Ok(_) => code,
             };
-            if taken.is_err() {
-                code = ExitCode::FAILURE;
-                break;
-            }
         }
-        // Traces whose quiet window has passed are shown as usual; the rest are cut short.
-        let done = store.lock().poll(Instant::now());
-        if view.show(&done, false, false).is_err() {
-            return ExitCode::FAILURE;
+        Ended::Signal(signal) => signal,
+        Ended::Closed => "standard output closed",
+    };
+    // Stop accepting (new exports are answered "unavailable", which exporters retry), then
+    // save and assemble every batch already accepted: its sender was told "success".
+    batches.close();
+    let mut accepted = Vec::new();
+    while let Some(batch) = batches.recv().await {
+        accepted.push(batch);
+    }
+    let left = Arc::new(AtomicU64::new(
+        accepted.iter().map(|b| b.spans.len() as u64).sum(),
+    ));
+    terminal.clear_status();
+    eprintln!(
+        "lens watch: stopping ({first}): saving and showing the {} spans accepted and not yet \
+assembled, then every trace still open; {} again stops at once",
+        left.load(Ordering::Relaxed),
+        if matches!(ended, Ended::Signal(_)) {
+            first
+        } else {
+            "Ctrl-C"
         }
-        let open = store.lock().flush();
-        if view.show(&open, true, true).is_err() {
-            return ExitCode::FAILURE;
-        }
-        let stats = store.lock().stats();
-        let saved = save
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some()
-            .then_some(saved);
-        eprintln!(
-            "lens watch: stopped ({first}): {}",
-            span_account(&stats, saved)
-        );
-    } else {
-        let done = store.lock().flush();
-        if view.show(&done, false, true).is_err() {
-            return ExitCode::FAILURE;
+    );
+    let save = Arc::new(Mutex::new(save));
+    // A second signal ends the run from its own task, even while this one is held up by a
+    // slow standard output; it waits for a batch being appended, so the file ends whole.
+    tokio::spawn(stop_at_once(
+        signals,
+        Arc::clone(&save),
+        Arc::clone(&left),
+        store.clone(),
+        terminal.tty(),
+    ));
+    for batch in accepted {
+        let spans = batch.spans.len() as u64;
+        let taken = {
+            // `left` changes under the lock that `stop_at_once` takes: a batch is either
+            // written or left, never both.
+            let mut save = save.lock().unwrap_or_else(PoisonError::into_inner);
+            let taken = take(&mut save, &store, batch, &mut saved);
+            left.fetch_sub(spans, Ordering::Relaxed);
+            taken
+        };
+        if taken.is_err() {
+            code = ExitCode::FAILURE;
+            break;
         }
     }
+    // Traces whose quiet window has passed are shown as usual; the rest are cut short.
+    let done = store.lock().stop(Instant::now());
+    if let Err(code) = terminal.show(&done, true) {
+        return code;
+    }
+    let stats = store.lock().stats();
+    let saved = save
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .is_some()
+        .then_some(saved);
+    eprintln!(
+        "lens watch: stopped ({first}): {}",
+        stats.spans.account(saved)
+    );
     let _ = stop_servers.send(true);
     // In-flight answers (all "unavailable" by now) get a moment to go out.
     let _ = tokio::time::timeout(Duration::from_secs(1), async {
@@ -379,38 +375,8 @@ async fn run(
     code
 }
 
-/// The save file, shared with [`stop_at_once`] during a stop.
-type Save = Option<(PathBuf, BufWriter<File>)>;
-
-/// Ends the process at the next signal (a second Ctrl-C or SIGTERM during a stop), once no
-/// batch is being appended to the save file, saying what was accepted and left unwritten.
-async fn stop_at_once(
-    mut signals: Signals,
-    save: Arc<Mutex<Save>>,
-    left: Arc<AtomicU64>,
-    store: Store,
-    tty: bool,
-) {
-    let again = signals.next().await;
-    // Held until the exit: no append starts or is cut in the middle.
-    let _save = save.lock().unwrap_or_else(PoisonError::into_inner);
-    let open = store.lock().stats().spans_open;
-    if tty {
-        let _ = writeln!(std::io::stderr());
-    }
-    eprintln!(
-        "lens watch: stopped at once ({again} again): {} accepted spans left unwritten, {open} \
-spans of open traces not shown",
-        left.load(Ordering::Relaxed)
-    );
-    std::process::exit(match again {
-        "SIGTERM" => 128 + 15,
-        _ => 128 + 2,
-    });
-}
-
 /// Appends `batch` to the save file (if any; a failure is said and ends the run) and gives it
-/// to the assembler.
+/// to the session.
 fn take(save: &mut Save, store: &Store, batch: Batch, saved: &mut u64) -> Result<(), ()> {
     if let Some((path, file)) = save {
         if let Err(e) = append(file, &batch) {
@@ -422,137 +388,8 @@ fn take(save: &mut Save, store: &Store, batch: Batch, saved: &mut u64) -> Result
         }
         *saved += batch.spans.len() as u64;
     }
-    let mut assembler = store.lock();
-    assembler.count_rejected(batch.rejected);
-    assembler.insert(batch.spans, Instant::now());
+    store.lock().ingest(batch, Instant::now());
     Ok(())
-}
-
-/// What the terminal shows: completed traces with their findings, the status line.
-struct View {
-    store: Store,
-    doctor: Doctor,
-    counts: FindingCounts,
-    output: Output,
-    quiet: bool,
-    tty: bool,
-    shown_status: String,
-    max_traces: usize,
-    warned_evicting_open: bool,
-}
-
-impl View {
-    /// Prints traces `done` (cut short: completed by a stop) and their findings, then the
-    /// status when it changed (always when `last`); `Err` when standard output is closed.
-    fn show(&mut self, done: &[TraceId], cut_short: bool, last: bool) -> Result<(), ()> {
-        let mut out = String::new();
-        let (status, evicting_open) = {
-            let assembler = self.store.lock();
-            for id in done {
-                print_trace(&assembler, *id, self.output, cut_short, &mut out);
-                let findings = assembler
-                    .trace(id)
-                    .map(|t| self.doctor.diagnose(t, &*assembler))
-                    .unwrap_or_default();
-                print_findings(&findings, self.output, self.quiet, &mut out);
-                self.counts.add(&findings, self.quiet);
-                self.store.add_findings(&findings, self.quiet);
-                if matches!(self.output, Output::Text { .. }) {
-                    out.push('\n');
-                }
-            }
-            let stats = assembler.stats();
-            (
-                format!("{}; {}", status_line(&stats), self.counts),
-                stats.evicted_open_traces > 0,
-            )
-        };
-        if evicting_open && !self.warned_evicting_open {
-            self.warned_evicting_open = true;
-            self.clear_status();
-            eprintln!(
-                "warning: lens watch is evicting traces that are still open: more than \
---max-traces {} traces were open at once. Their spans are dropped and counted (never shown as \
-a fragment); raise --max-traces, or shorten the exporters' batch delay \
-(OTEL_BSP_SCHEDULE_DELAY) so that traces complete sooner (docs/watch.md, \"Sizing --max-traces\")",
-                self.max_traces
-            );
-        }
-        if !out.is_empty() {
-            self.clear_status();
-            let mut stdout = std::io::stdout().lock();
-            if stdout
-                .write_all(out.as_bytes())
-                .and_then(|()| stdout.flush())
-                .is_err()
-            {
-                // Standard output closed (a pipe reader gone): nothing more to show.
-                return Err(());
-            }
-        }
-        if status != self.shown_status && (self.tty || !out.is_empty() || last) {
-            // The status is for a person: a closed standard error must not stop the watch.
-            let mut stderr = std::io::stderr().lock();
-            let _ = if self.tty {
-                write!(stderr, "\r\x1b[K{status}")
-            } else {
-                writeln!(stderr, "{status}")
-            };
-            self.shown_status = status;
-        }
-        if last && self.tty {
-            let _ = writeln!(std::io::stderr());
-        }
-        Ok(())
-    }
-
-    /// Clears the status line on a terminal, before other output.
-    fn clear_status(&mut self) {
-        if self.tty && !self.shown_status.is_empty() {
-            let _ = write!(std::io::stderr(), "\r\x1b[K");
-            self.shown_status.clear();
-        }
-    }
-}
-
-/// SIGINT (Ctrl-C) and, on Unix, SIGTERM (what containers and service managers send), each a
-/// stream that keeps a signal that arrives between two waits.
-struct Signals {
-    #[cfg(unix)]
-    interrupt: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    terminate: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> std::io::Result<Self> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            Ok(Signals {
-                interrupt: signal(SignalKind::interrupt())?,
-                terminate: signal(SignalKind::terminate())?,
-            })
-        }
-        #[cfg(not(unix))]
-        Ok(Signals {})
-    }
-
-    /// The next signal's name.
-    async fn next(&mut self) -> &'static str {
-        #[cfg(unix)]
-        {
-            tokio::select! {
-                _ = self.interrupt.recv() => "SIGINT",
-                _ = self.terminate.recv() => "SIGTERM",
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-            "Ctrl-C"
-        }
-    }
 }
 
 /// Appends `batch` to the save file as one OTLP/JSON line.

@@ -135,13 +135,83 @@ impl Finding {
 impl fmt::Display for Finding {
     /// `error[lost-context] message (docs/doctor.md#lost-context)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.painted(false).fmt(f)
+    }
+}
+
+impl Finding {
+    /// The finding's line, its `severity[rule]` in ANSI colour when `colour` (red for an error,
+    /// yellow for a warning, dim for info).
+    pub fn painted(&self, colour: bool) -> Painted<'_> {
+        Painted {
+            finding: self,
+            colour,
+        }
+    }
+}
+
+/// A finding's line, coloured or not: [`Finding::painted`].
+#[derive(Clone, Copy, Debug)]
+pub struct Painted<'a> {
+    finding: &'a Finding,
+    colour: bool,
+}
+
+impl fmt::Display for Painted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let finding = self.finding;
+        let (on, off) = match finding.severity() {
+            _ if !self.colour => ("", ""),
+            Severity::Error => ("\x1b[1;31m", "\x1b[0m"),
+            Severity::Warning => ("\x1b[33m", "\x1b[0m"),
+            Severity::Info => ("\x1b[2m", "\x1b[0m"),
+        };
         write!(
             f,
-            "{}[{}] {} ({})",
-            self.severity().name(),
-            self.rule.id(),
-            self.message,
-            self.doc()
+            "{on}{}[{}]{off} {} ({})",
+            finding.severity().name(),
+            finding.rule.id(),
+            finding.message,
+            finding.doc()
+        )
+    }
+}
+
+/// Findings counted by severity, for a status line: `N findings (E errors, W warnings, I
+/// info)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FindingCounts {
+    /// Error findings.
+    pub errors: u64,
+    /// Warning findings.
+    pub warnings: u64,
+    /// Info findings.
+    pub info: u64,
+}
+
+impl FindingCounts {
+    /// Counts `findings`.
+    pub fn add(&mut self, findings: &[Finding]) {
+        for f in findings {
+            match f.severity() {
+                Severity::Error => self.errors += 1,
+                Severity::Warning => self.warnings += 1,
+                Severity::Info => self.info += 1,
+            }
+        }
+    }
+}
+
+impl fmt::Display for FindingCounts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} findings ({} errors, {} warnings, {} info)",
+            self.errors + self.warnings + self.info,
+            self.errors,
+            self.warnings,
+            self.info
         )
     }
 }

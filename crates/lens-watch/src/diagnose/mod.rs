@@ -24,7 +24,7 @@ mod tests;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-pub use finding::{DOC_BASE, Finding, Rule, Severity};
+pub use finding::{DOC_BASE, Finding, FindingCounts, Painted, Rule, Severity};
 pub use new_root::{NEW_ROOT_ATTRIBUTE, NewRootCause};
 
 use crate::assemble::{Assembler, TraceEntry};

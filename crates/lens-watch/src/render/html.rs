@@ -2,11 +2,10 @@
 //! one `<section>` per trace for a live page to swap in; well-formed XML (XHTML syntax) so that
 //! any XML parser can check it.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::{HopNames, Layout, format_duration, span_duration, summary_line};
-use crate::model::{Span, SpanId, Status, TraceId};
+use super::{TraceView, format_duration, span_duration, summary_line};
+use crate::model::Status;
 
 /// The page's style sheet (also used by a live page).
 pub const STYLE: &str = "
@@ -58,47 +57,37 @@ fn service_colour(index: usize) -> String {
     format!("hsl({hue}, 62%, 52%)")
 }
 
-/// A whole page for `traces`: `title` (text) as its title and heading, `footer` (HTML, written
-/// as given) at its foot. `all` resolves link targets by trace id and span id.
-pub fn page(
-    traces: &[Layout<'_>],
-    all: &HashMap<(TraceId, SpanId), &Span>,
-    names: HopNames<'_>,
-    title: &str,
-    footer: &str,
-) -> String {
-    let mut out = String::with_capacity(4096 + traces.len() * 4096);
+/// A whole page for `traces` into `out`: `title` (text) as its title and heading, `footer`
+/// (HTML, written as given) at its foot.
+pub fn page(traces: &[TraceView<'_>], title: &str, footer: &str, out: &mut String) {
+    out.reserve(4096 + traces.len() * 4096);
     out.push_str("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>");
-    escape(&mut out, title);
+    escape(out, title);
     out.push_str("</title>\n<style>");
     out.push_str(STYLE);
     out.push_str("</style>\n</head>\n<body>\n<h1>");
-    escape(&mut out, title);
+    escape(out, title);
     out.push_str("</h1>\n");
     for trace in traces {
-        section(&mut out, trace, all, names);
+        self::trace(trace, out);
     }
     out.push_str("<footer>");
     out.push_str(footer);
     out.push_str("</footer>\n</body>\n</html>\n");
-    out
 }
 
-/// One trace as a `<section class="trace" data-trace-id="...">`: heading, summary line and the
-/// waterfall table, one `<tr data-span-id>` per span with its attributes in the bar's title.
-pub fn section(
-    out: &mut String,
-    trace: &Layout<'_>,
-    all: &HashMap<(TraceId, SpanId), &Span>,
-    names: HopNames<'_>,
-) {
+/// One trace as a `<section class="trace" data-trace-id="...">` into `out`: heading, summary
+/// line and the waterfall table, one `<tr data-span-id>` per span with its attributes in the
+/// bar's title (a fragment a live page swaps in).
+pub fn trace(view: &TraceView<'_>, out: &mut String) {
+    let trace = view.layout();
     let services = trace.services();
     let _ = write!(
         out,
         "<section class=\"trace\" data-trace-id=\"{}\">\n<h2>trace {}</h2>\n<p class=\"summary\">",
         trace.trace_id, trace.trace_id
     );
-    escape(out, &summary_line(&trace.summary(names)));
+    escape(out, &summary_line(&view.summary()));
     out.push_str("</p>\n<table>\n<thead><tr><th>span</th><th>service</th><th>kind</th><th>duration</th><th>timeline</th></tr></thead>\n<tbody>\n");
     for row in &trace.rows {
         let span = row.span;
@@ -128,7 +117,7 @@ pub fn section(
                 "<div class=\"link\" data-link-span-id=\"{}\">↳ link → ",
                 link.span_id
             );
-            match all.get(&(link.trace_id, link.span_id)) {
+            match view.link_target(link.trace_id, link.span_id) {
                 Some(t) => {
                     escape(out, &t.name);
                     out.push_str(" (");
@@ -178,10 +167,8 @@ pub fn section(
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use super::*;
     use crate::model::{KeyValue, Value};
-    use crate::render::{index, layouts};
-    use crate::testing::{TRACE, sample};
+    use crate::testing::{TRACE, sample, view};
 
     #[test]
     fn page_escapes_text_and_has_every_span_and_link() {
@@ -191,13 +178,8 @@ mod tests {
             "url.full",
             Value::String("http://x/?a=1&b=<2>".into()),
         ));
-        let page = page(
-            &layouts(&spans),
-            &index(&spans),
-            HopNames::default(),
-            "t <1>",
-            "<code>f</code>",
-        );
+        let mut page = String::new();
+        super::page(&[view(&spans)], "t <1>", "<code>f</code>", &mut page);
         assert!(page.starts_with("<!DOCTYPE html>"));
         assert!(page.contains("<title>t &lt;1&gt;</title>"));
         assert!(page.contains("<footer><code>f</code></footer>"));

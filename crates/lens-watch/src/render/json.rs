@@ -4,7 +4,7 @@
 use base64::Engine as _;
 use serde_json::{Map, Value as Json, json};
 
-use super::Layout;
+use super::TraceView;
 use crate::model::{KeyValue, Span, Value};
 
 /// An attribute value as JSON.
@@ -68,11 +68,11 @@ pub fn span(span: &Span) -> Json {
 }
 
 /// Every span of every trace, trace by trace in tree order, as one JSON array.
-pub fn spans(traces: &[Layout<'_>]) -> Json {
+pub fn spans(traces: &[TraceView<'_>]) -> Json {
     Json::Array(
         traces
             .iter()
-            .flat_map(|t| t.rows.iter().map(|r| span(r.span)))
+            .flat_map(|t| t.layout().rows.iter().map(|r| span(r.span)))
             .collect(),
     )
 }
@@ -81,10 +81,11 @@ pub fn spans(traces: &[Layout<'_>]) -> Json {
 /// `partial` (spans of it were dropped by a bound: `lost_spans` of them), `cut_short` (shown
 /// before its quiet window passed, at a stop) and `spans` in tree order. `lens watch --json`
 /// prints one a line.
-pub fn trace(trace: &Layout<'_>) -> Json {
+pub fn trace(view: &TraceView<'_>) -> Json {
+    let trace = view.layout();
     json!({
         "trace_id": trace.trace_id.to_string(),
-        "services": trace.services(),
+        "services": view.services(),
         "partial": trace.lost_spans > 0,
         "lost_spans": trace.lost_spans,
         "cut_short": trace.cut_short,
@@ -99,13 +100,12 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::render::layouts;
-    use crate::testing::{TRACE, sample};
+    use crate::testing::{TRACE, sample, view};
 
     #[test]
     fn json_has_every_span_with_ids_kinds_services_and_links() {
         let spans = sample();
-        let json = super::spans(&layouts(&spans));
+        let json = super::spans(&[view(&spans)]);
         let array = json.as_array().unwrap();
         assert_eq!(array.len(), 5);
         let b = array.iter().find(|s| s["name"] == "stage b").unwrap();
@@ -128,7 +128,7 @@ mod tests {
     #[test]
     fn a_trace_object_names_its_services_in_order() {
         let spans = sample();
-        let t = trace(&layouts(&spans)[0]);
+        let t = trace(&view(&spans));
         assert_eq!(t["trace_id"], TRACE);
         assert_eq!(t["services"], json!(["client", "gateway"]));
         assert_eq!(t["spans"].as_array().unwrap().len(), 5);
@@ -136,9 +136,7 @@ mod tests {
             (&t["partial"], &t["cut_short"]),
             (&json!(false), &json!(false))
         );
-        let mut layout = layouts(&spans).remove(0);
-        layout.lost_spans = 2;
-        let t = trace(&layout);
+        let t = trace(&view(&spans).with_lost_spans(2));
         assert_eq!((&t["partial"], &t["lost_spans"]), (&json!(true), &json!(2)));
     }
 

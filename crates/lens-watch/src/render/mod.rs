@@ -1,6 +1,8 @@
 //! The one waterfall: a trace laid out as a tree by parent (with links, services, kinds,
-//! durations and time bars), its summary, and its three renderings: [`text`] (a terminal,
-//! colour optional), [`json`] and [`html`] (a page, or one fragment per trace for a live page).
+//! durations and time bars) in a [`TraceView`] that has everything a renderer needs resolved,
+//! its summary, and its renderings, each `(what, out: &mut String)`: [`Output::trace`] and
+//! [`Output::findings`] for a terminal (text, colour optional) or JSON lines, [`html::trace`] and
+//! [`html::page`] for a page.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -11,6 +13,9 @@ use crate::model::{Span, SpanId, TraceId};
 pub mod html;
 pub mod json;
 pub mod text;
+mod view;
+
+pub use view::{Output, TraceView};
 
 /// One row of a trace's tree.
 #[derive(Clone, Debug)]
@@ -185,13 +190,7 @@ pub fn layout(trace_id: TraceId, mut spans: Vec<&Span>) -> Layout<'_> {
         }
     }
 
-    let start = spans.iter().map(|s| s.start_unix_nano).min().unwrap_or(0);
-    let end = spans
-        .iter()
-        .map(|s| s.end_unix_nano)
-        .max()
-        .unwrap_or(start)
-        .max(start);
+    let (start, end) = bounds(spans.iter().copied());
     Layout {
         trace_id,
         rows,
@@ -200,6 +199,20 @@ pub fn layout(trace_id: TraceId, mut spans: Vec<&Span>) -> Layout<'_> {
         lost_spans: 0,
         cut_short: false,
     }
+}
+
+/// The earliest start and the latest end (not before the start) of `spans`, in Unix
+/// nanoseconds; `(0, 0)` for none.
+pub fn bounds<'a>(spans: impl IntoIterator<Item = &'a Span>) -> (u64, u64) {
+    let (mut start, mut end) = (u64::MAX, 0);
+    for span in spans {
+        start = start.min(span.start_unix_nano);
+        end = end.max(span.end_unix_nano);
+    }
+    if start == u64::MAX {
+        return (0, 0);
+    }
+    (start, end.max(start))
 }
 
 impl Layout<'_> {

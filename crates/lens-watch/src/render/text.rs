@@ -1,12 +1,11 @@
 //! The waterfall as text: a header, one row per span (tree, name, service, kind, duration, a
 //! time bar), a line per link, the summary line; ANSI colours on request.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr as _};
 
-use super::{HopNames, Layout, format_duration, span_duration, summary_line};
+use super::{Layout, TraceView, format_duration, span_duration, summary_line};
 use crate::model::{Span, SpanId, Status, TraceId};
 
 /// Width of the time bar, in characters.
@@ -62,27 +61,18 @@ fn truncate(text: &str, max: usize) -> (String, usize) {
     (out, used + 1)
 }
 
-/// The span a link points at (by id, in any trace of `all`), as `name (service)`.
-pub fn link_target(
-    all: &HashMap<(TraceId, SpanId), &Span>,
-    trace: TraceId,
-    span: SpanId,
-) -> String {
-    match all.get(&(trace, span)) {
+/// The span a link points at (by id, in any trace `trace` resolves), as `name (service)`.
+pub fn link_target(trace: &TraceView<'_>, to_trace: TraceId, span: SpanId) -> String {
+    match trace.link_target(to_trace, span) {
         Some(target) => format!("{} ({})", target.name, target.service()),
-        None => format!("span {span} of trace {trace}"),
+        None => format!("span {span} of trace {to_trace}"),
     }
 }
 
-/// Writes the waterfall of `trace` (header, one row per span, a line per link, the summary
-/// line); ANSI colours when `colour`. `all` resolves link targets.
-pub fn render(
-    trace: &Layout<'_>,
-    all: &HashMap<(TraceId, SpanId), &Span>,
-    names: HopNames<'_>,
-    colour: bool,
-    out: &mut String,
-) {
+/// Writes the waterfall of `view` (header, one row per span, a line per link, the summary
+/// line); ANSI colours when `colour`.
+pub fn render(view: &TraceView<'_>, colour: bool, out: &mut String) {
+    let trace = view.layout();
     let p = Painter { colour };
     let services = trace.services();
     let service_width = services
@@ -148,13 +138,13 @@ pub fn render(
         }
         out.push('\n');
         for link in &span.links {
-            let target = link_target(all, link.trace_id, link.span_id);
+            let target = link_target(view, link.trace_id, link.span_id);
             p.paint(out, ANSI_DIM, &row.continuation);
             p.paint(out, ANSI_DIM, &format!("↳ link → {target}"));
             out.push('\n');
         }
     }
-    out.push_str(&summary_line(&trace.summary(names)));
+    out.push_str(&summary_line(&view.summary()));
     out.push('\n');
 }
 
@@ -180,15 +170,11 @@ mod tests {
 
     use super::*;
     use crate::model::Resource;
-    use crate::render::{index, layouts};
-    use crate::testing::{TRACE, sample};
+    use crate::testing::{TRACE, sample, view};
 
     fn plain(spans: &[Span]) -> String {
-        let all = index(spans);
         let mut out = String::new();
-        for t in &layouts(spans) {
-            render(t, &all, HopNames::default(), false, &mut out);
-        }
+        render(&view(spans), false, &mut out);
         out
     }
 
@@ -273,15 +259,8 @@ mod tests {
     #[test]
     fn colour_uses_one_code_per_service() {
         let spans = sample();
-        let traces = layouts(&spans);
         let mut out = String::new();
-        render(
-            &traces[0],
-            &index(&spans),
-            HopNames::default(),
-            true,
-            &mut out,
-        );
+        render(&view(&spans), true, &mut out);
         let client = out
             .lines()
             .find(|l| l.contains("INTERNAL") && l.contains("request"))

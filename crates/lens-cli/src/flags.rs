@@ -1,0 +1,84 @@
+//! The flags several commands share (`--json`, `--color`), and what every command does with
+//! standard output.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use crate::cli::USAGE_ERROR;
+
+/// `--json`, `--json=true` or `--json=false` (and clap's other boolish words): a switch that
+/// scripts can also pass a value to. Each command sets its own help with `mut_arg("json", ...)`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct JsonFlag {
+    /// Print JSON
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        default_value = "false",
+        hide_default_value = true,
+        hide_possible_values = true,
+        value_parser = clap::builder::BoolishValueParser::new(),
+    )]
+    pub(crate) json: bool,
+}
+
+/// `--color WHEN` (alias `--colour`), the same in every command that draws a waterfall.
+#[derive(Clone, Copy, Debug, clap::Args)]
+pub(crate) struct ColourFlag {
+    /// Colour: auto (when stdout is a terminal and NO_COLOR is unset), always or never
+    #[arg(
+        long,
+        visible_alias = "colour",
+        value_name = "WHEN",
+        value_enum,
+        ignore_case = true,
+        default_value = "auto"
+    )]
+    pub(crate) color: Colour,
+}
+
+/// Colour: auto (when stdout is a terminal and NO_COLOR is unset), always or never.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Colour {
+    Auto,
+    Always,
+    Never,
+}
+
+impl Colour {
+    /// Whether to colour standard output.
+    pub(crate) fn enabled(self) -> bool {
+        use std::io::IsTerminal as _;
+        match self {
+            Colour::Always => true,
+            Colour::Never => false,
+            Colour::Auto => {
+                std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+            }
+        }
+    }
+}
+
+/// Writes `out` to standard output (and flushes it). A reader that has gone (a closed pipe, as
+/// with `lens check x | head`) is no error: `Ok(false)`, nothing more is to be written and the
+/// command ends quietly with its own status. Any other failure is said, and is exit 2.
+pub(crate) fn print(out: &str) -> Result<bool, ExitCode> {
+    if out.is_empty() {
+        return Ok(true);
+    }
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => {
+            eprintln!("error: cannot write the traces: {e}");
+            Err(ExitCode::from(USAGE_ERROR))
+        }
+    }
+}

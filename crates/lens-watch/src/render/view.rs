@@ -1,0 +1,169 @@
+//! What a renderer is given: one trace with everything resolved ([`TraceView`]), and the line
+//! outputs of a terminal ([`Output`]).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use super::{HopNames, Layout, Summary, layout};
+use crate::diagnose::Finding;
+use crate::model::{Span, SpanId, Status, TraceId};
+
+/// One trace, ready to draw: its spans laid out as a tree, the targets of its links resolved
+/// (inside the trace and into the other traces given), and how hops are named. A
+/// [`Session`](crate::session::Session) makes them; [`TraceView::from_spans`] makes one from
+/// spans alone.
+#[derive(Clone, Debug)]
+pub struct TraceView<'a> {
+    layout: Layout<'a>,
+    targets: HashMap<(TraceId, SpanId), &'a Span>,
+    names: HopNames<'a>,
+}
+
+impl<'a> TraceView<'a> {
+    /// The trace `trace_id` made of `spans`; its links resolved among `spans` and `others`
+    /// (spans of other traces a link may point at).
+    pub fn new(
+        trace_id: TraceId,
+        spans: &'a [Span],
+        others: impl IntoIterator<Item = &'a Span>,
+        names: HopNames<'a>,
+    ) -> Self {
+        let mut targets: HashMap<(TraceId, SpanId), &'a Span> = HashMap::new();
+        let wanted = |t: TraceId, s: SpanId| {
+            spans
+                .iter()
+                .flat_map(|span| &span.links)
+                .any(|l| l.trace_id == t && l.span_id == s)
+        };
+        for span in spans {
+            targets.insert((span.trace_id, span.span_id), span);
+        }
+        for span in others {
+            if span.trace_id != trace_id && wanted(span.trace_id, span.span_id) {
+                targets.entry((span.trace_id, span.span_id)).or_insert(span);
+            }
+        }
+        TraceView {
+            layout: layout(trace_id, spans.iter().collect()),
+            targets,
+            names,
+        }
+    }
+
+    /// The trace `trace_id` made of `spans`, links resolved among them.
+    pub fn from_spans(trace_id: TraceId, spans: &'a [Span], names: HopNames<'a>) -> Self {
+        TraceView::new(trace_id, spans, [], names)
+    }
+
+    /// Marks the trace partial: `lost` of its spans were dropped by a bound.
+    pub fn with_lost_spans(mut self, lost: u64) -> Self {
+        self.layout.lost_spans = lost;
+        self
+    }
+
+    /// Marks the trace as shown before its quiet window passed (a stop).
+    pub fn with_cut_short(mut self, cut_short: bool) -> Self {
+        self.layout.cut_short = cut_short;
+        self
+    }
+
+    /// The trace.
+    pub fn trace_id(&self) -> TraceId {
+        self.layout.trace_id
+    }
+
+    /// Its spans in tree order.
+    pub fn layout(&self) -> &Layout<'a> {
+        &self.layout
+    }
+
+    /// How hops are named.
+    pub fn names(&self) -> HopNames<'a> {
+        self.names
+    }
+
+    /// The earliest start, in Unix nanoseconds.
+    pub fn start(&self) -> u64 {
+        self.layout.start
+    }
+
+    /// The latest end (not before the start), in Unix nanoseconds.
+    pub fn end(&self) -> u64 {
+        self.layout.end
+    }
+
+    /// The first root: the earliest span without a parent in the trace.
+    pub fn root(&self) -> Option<&'a Span> {
+        self.layout.rows.first().map(|r| r.span)
+    }
+
+    /// Services in order of first appearance in the tree.
+    pub fn services(&self) -> Vec<&'a str> {
+        let mut out: Vec<&'a str> = Vec::new();
+        for row in &self.layout.rows {
+            if !out.contains(&row.span.service()) {
+                out.push(row.span.service());
+            }
+        }
+        out
+    }
+
+    /// Spans whose status is an error.
+    pub fn errors(&self) -> usize {
+        self.layout
+            .rows
+            .iter()
+            .filter(|r| matches!(r.span.status, Status::Error(_)))
+            .count()
+    }
+
+    /// The span a link points at, in this trace or another one given.
+    pub fn link_target(&self, trace: TraceId, span: SpanId) -> Option<&'a Span> {
+        self.targets.get(&(trace, span)).copied()
+    }
+
+    /// The summary line's facts.
+    pub fn summary(&self) -> Summary {
+        self.layout.summary(self.names)
+    }
+}
+
+/// The line outputs: the terminal's waterfall (coloured or not) or one JSON object a line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Output {
+    /// The waterfall, then its summary line.
+    Text {
+        /// ANSI colours.
+        colour: bool,
+    },
+    /// One JSON object a line.
+    Json,
+}
+
+impl Output {
+    /// Writes `trace`: its waterfall (ending with the summary line), or one JSON line.
+    pub fn trace(self, trace: &TraceView<'_>, out: &mut String) {
+        match self {
+            Output::Json => {
+                out.push_str(&super::json::trace(trace).to_string());
+                out.push('\n');
+            }
+            Output::Text { colour } => super::text::render(trace, colour, out),
+        }
+    }
+
+    /// Writes `findings`, one line each: `error[lost-context] message (docs/doctor.md#...)`,
+    /// or one JSON object.
+    pub fn findings(self, findings: &[Finding], out: &mut String) {
+        for finding in findings {
+            match self {
+                Output::Json => out.push_str(&finding.to_json()),
+                Output::Text { colour } => {
+                    let _ = write!(out, "{}", finding.painted(colour));
+                }
+            }
+            out.push('\n');
+        }
+    }
+}
