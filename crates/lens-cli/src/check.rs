@@ -7,14 +7,13 @@ use std::io::BufRead as _;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use lens_watch::assemble::Config;
 use lens_watch::decode::decode_json;
 use lens_watch::diagnose::Rule;
 use lens_watch::render::Output;
 use lens_watch::session::{Session, SessionConfig};
 
 use crate::cli::USAGE_ERROR;
-use crate::flags::{ColourFlag, JsonFlag};
+use crate::flags::{Bounds, ColourFlag, JsonFlag};
 use crate::hops::HOP_NAMES;
 
 /// `lens check`: the traces of OTLP/JSON files.
@@ -53,14 +52,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "RULE", value_parser = rule)]
     allow: Vec<Rule>,
 
-    /// The most traces held; the oldest whole traces beyond it are evicted (and counted)
-    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
-    max_traces: u64,
-
-    /// The most spans held for one trace; later ones are dropped (and counted) and the trace is
-    /// marked partial
-    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
-    max_spans_per_trace: u64,
+    #[command(flatten)]
+    bounds: Bounds,
 
     #[command(flatten)]
     color: ColourFlag,
@@ -96,11 +89,7 @@ enum CheckError {
 /// Runs `lens check`.
 pub(crate) fn main(args: Args) -> ExitCode {
     let mut config = SessionConfig::default();
-    config.assemble = Config {
-        max_traces: usize::try_from(args.max_traces).unwrap_or(usize::MAX),
-        max_spans_per_trace: usize::try_from(args.max_spans_per_trace).unwrap_or(usize::MAX),
-        ..Config::default()
-    };
+    config.assemble = args.bounds.config();
     config.quiet = args.quiet;
     config.allow = args.allow;
     config.hop_names = HOP_NAMES;

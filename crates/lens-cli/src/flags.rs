@@ -62,6 +62,31 @@ impl Colour {
     }
 }
 
+/// `--max-traces` and `--max-spans-per-trace`: the bounds of `lens watch` and `lens check`.
+#[derive(Clone, Copy, Debug, clap::Args)]
+pub(crate) struct Bounds {
+    /// The most traces held; beyond it whole traces are evicted, complete ones first, oldest
+    /// first (and counted)
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    max_traces: u64,
+
+    /// The most spans held for one trace; later ones are dropped (and counted) and the trace is
+    /// marked partial
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    max_spans_per_trace: u64,
+}
+
+impl Bounds {
+    /// The assembler's configuration with these bounds.
+    pub(crate) fn config(self) -> lens_watch::assemble::Config {
+        lens_watch::assemble::Config {
+            max_traces: usize::try_from(self.max_traces).unwrap_or(usize::MAX),
+            max_spans_per_trace: usize::try_from(self.max_spans_per_trace).unwrap_or(usize::MAX),
+            ..lens_watch::assemble::Config::default()
+        }
+    }
+}
+
 /// Writes `out` to standard output (and flushes it). A reader that has gone (a closed pipe, as
 /// with `lens check x | head`) is no error: `Ok(false)`, nothing more is to be written and the
 /// command ends quietly with its own status. Any other failure is said, and is exit 2.

@@ -46,6 +46,7 @@ pub enum DecodeError {
 
 /// The spans of one request: those kept, and how many were rejected and why.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct Batch {
     /// The spans kept, in the order of the request.
     pub spans: Vec<Span>,

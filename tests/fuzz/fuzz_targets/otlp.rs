@@ -46,14 +46,13 @@ fn check(batch: &Batch) {
         let Some(entry) = assembler.trace(&id) else {
             continue;
         };
-        let mut layout = render::layout(id, entry.spans.iter().collect());
-        layout.lost_spans = entry.lost_spans;
-        assert_eq!(layout.rows.len(), entry.spans.len(), "every span shown once");
-        let index = render::index(&entry.spans);
+        let view = render::TraceView::from_spans(id, &entry.spans, render::HopNames::default())
+            .with_lost_spans(entry.lost_spans);
+        assert_eq!(view.layout().rows.len(), entry.spans.len(), "every span shown once");
         let mut out = String::new();
-        render::text::render(&layout, &index, render::HopNames::default(), true, &mut out);
-        render::html::section(&mut out, &layout, &index, render::HopNames::default());
-        let _ = render::json::trace(&layout).to_string();
+        render::Output::Text { colour: true }.trace(&view, &mut out);
+        render::html::trace(&view, &mut out);
+        render::Output::Json.trace(&view, &mut out);
     }
     assert_eq!(assembler.stats().unaccounted(), 0);
 }

@@ -23,7 +23,7 @@ use lens_watch::session::{Session, SessionConfig};
 use tokio::sync::mpsc;
 
 use crate::cli::{runtime, usage_error};
-use crate::flags::{ColourFlag, JsonFlag};
+use crate::flags::{Bounds, ColourFlag, JsonFlag};
 use crate::hops::HOP_NAMES;
 use stop::{Signals, stop_at_once};
 use terminal::Terminal;
@@ -78,13 +78,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "S", default_value = "2", value_parser = seconds)]
     quiet_for: Duration,
 
-    /// The most traces held; the oldest whole traces beyond it are evicted (and counted)
-    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
-    max_traces: u64,
-
-    /// The most spans held for one trace; later ones are dropped (and counted)
-    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
-    max_spans_per_trace: u64,
+    #[command(flatten)]
+    bounds: Bounds,
 
     #[command(flatten)]
     color: ColourFlag,
@@ -181,9 +176,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
     let mut config = SessionConfig::default();
     config.assemble = Config {
         quiet_for: args.quiet_for,
-        max_traces: usize::try_from(args.max_traces).unwrap_or(usize::MAX),
-        max_spans_per_trace: usize::try_from(args.max_spans_per_trace).unwrap_or(usize::MAX),
-        ..Config::default()
+        ..args.bounds.config()
     };
     config.quiet = args.quiet;
     config.hop_names = HOP_NAMES;

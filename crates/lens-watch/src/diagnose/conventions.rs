@@ -198,50 +198,6 @@ fn host_port(authority: &str) -> Option<(&str, Option<u16>)> {
     (!host.is_empty() && !host.contains(':')).then_some((host, port))
 }
 
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use proptest::prelude::*;
-
-    /// What lens-span's adapters write as `server.address`/`server.port`, the doctor reads the
-    /// same way.
-    fn same_as_lens_span(authority: &str) {
-        let span = lens_span::httpconv::split_host_port(authority).unwrap_or(("", None));
-        assert_eq!(super::split_host_port(authority), span, "{authority:?}");
-    }
-
-    #[test]
-    fn the_doctor_splits_authorities_as_lens_span_writes_them() {
-        for authority in [
-            "api.example:8443",
-            "api.example",
-            "[::1]:50051",
-            "[::1]",
-            "[::1",
-            "[::1]x",
-            "::1",
-            "user@h:80",
-            "a@b@h:1",
-            "h:99999",
-            "h:",
-            ":80",
-            "",
-            "[]:1",
-            "127.0.0.1:8000",
-        ] {
-            same_as_lens_span(authority);
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn any_text_splits_the_same(authority in "[a-z0-9:@\\[\\].]{0,24}") {
-            same_as_lens_span(&authority);
-        }
-    }
-}
-
 /// The request a span stands for, with the addresses it names; `None` when its attributes
 /// cannot identify one (then the lost-hop rule says nothing about it).
 ///
@@ -346,4 +302,48 @@ pub(super) fn server_authorities(span: &Span, address: &mut Address) {
     }
     address.port(int(span, &["server.port"]));
     address.port(int(span, &["net.host.port"]));
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use proptest::prelude::*;
+
+    /// What lens-span's adapters write as `server.address`/`server.port`, the doctor reads the
+    /// same way.
+    fn same_as_lens_span(authority: &str) {
+        let span = lens_span::httpconv::split_host_port(authority).unwrap_or(("", None));
+        assert_eq!(super::split_host_port(authority), span, "{authority:?}");
+    }
+
+    #[test]
+    fn the_doctor_splits_authorities_as_lens_span_writes_them() {
+        for authority in [
+            "api.example:8443",
+            "api.example",
+            "[::1]:50051",
+            "[::1]",
+            "[::1",
+            "[::1]x",
+            "::1",
+            "user@h:80",
+            "a@b@h:1",
+            "h:99999",
+            "h:",
+            ":80",
+            "",
+            "[]:1",
+            "127.0.0.1:8000",
+        ] {
+            same_as_lens_span(authority);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_text_splits_the_same(authority in "[a-z0-9:@\\[\\].]{0,24}") {
+            same_as_lens_span(&authority);
+        }
+    }
 }

@@ -12,6 +12,7 @@ pub const DOC_BASE: &str = "docs/doctor.md#";
 
 /// How bad a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Severity {
     /// Context was lost: `lens check` exits 1.
     Error,
@@ -34,6 +35,7 @@ impl Severity {
 
 /// The doctor's rules; [`Rule::id`] is the fixed id users see and silence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Rule {
     /// A CLIENT span without a child, and a new root SERVER span for the same request within it.
     LostContext,
@@ -92,6 +94,7 @@ impl Rule {
 
 /// One finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Finding {
     /// The rule that found it.
     pub rule: Rule,
@@ -306,4 +309,37 @@ pub(super) fn untrusted_linked(client: &Span, server: &PendingLink) -> Finding {
 
 pub(super) fn millis(nanos: u128) -> String {
     format!("{:.3} ms", nanos as f64 / 1e6)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::{Value as Json, json};
+
+    use super::*;
+
+    const A: &str = "0af7651916cd43dd8448eb211c80319c";
+
+    #[test]
+    fn findings_as_json_lines() {
+        let f = Finding {
+            rule: Rule::SelfParent,
+            trace_ids: vec![TraceId::from_hex(A).unwrap()],
+            span_ids: vec![SpanId(4u64.to_be_bytes())],
+            services: vec!["svc".into()],
+            message: "m".into(),
+        };
+        let v: Json = serde_json::from_str(&f.to_json()).unwrap();
+        assert_eq!(
+            v,
+            json!({"finding": "self-parent", "severity": "warning", "trace_ids": [A],
+                "span_ids": ["0000000000000004"], "services": ["svc"], "message": "m",
+                "doc": "docs/doctor.md#self-parent"})
+        );
+        assert_eq!(
+            f.to_string(),
+            "warning[self-parent] m (docs/doctor.md#self-parent)"
+        );
+    }
 }

@@ -18,8 +18,6 @@ mod finding;
 mod new_root;
 mod pairing;
 mod rules;
-#[cfg(test)]
-mod tests;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -118,9 +116,8 @@ impl Doctor {
     /// diagnosed again, whole, but a hop is matched (and reported) once.
     pub fn diagnose(&mut self, trace: &TraceEntry, others: &dyn Traces) -> Vec<Finding> {
         let mut findings = Vec::new();
-        let entry = trace;
         let id = trace.trace_id;
-        let spans = &entry.spans;
+        let spans = &trace.spans;
         let by_id = SpanIndex::new(spans);
         let mut parents: Vec<SpanId> = spans.iter().filter_map(|s| s.parent_span_id).collect();
         parents.sort_unstable();
@@ -146,11 +143,11 @@ exported twice, or a span id generator that repeats",
         // A partial trace (spans dropped by a bound) is missing pieces for reasons of its own:
         // no finding rests on what is absent from it (a missing parent, a childless client, a
         // link to a span of it).
-        let partial = entry.is_partial();
+        let partial = trace.is_partial();
         for span in spans {
             self.single_span(others, id, span, &by_id, partial, &mut findings);
         }
-        let reopened = entry.completions > 1;
+        let reopened = trace.completions > 1;
         for span in spans.iter().filter(|s| s.kind == SpanKind::Client) {
             if partial {
                 continue;

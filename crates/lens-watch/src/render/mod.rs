@@ -19,6 +19,7 @@ pub use view::{Output, TraceView};
 
 /// One row of a trace's tree.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Row<'a> {
     /// The span.
     pub span: &'a Span,
@@ -32,6 +33,7 @@ pub struct Row<'a> {
 
 /// The spans of one trace, in tree order.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Layout<'a> {
     /// The trace.
     pub trace_id: TraceId,
@@ -52,6 +54,7 @@ pub struct Layout<'a> {
 
 /// What the summary line says about a trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Summary {
     /// The trace.
     pub trace_id: TraceId,
@@ -366,16 +369,6 @@ pub fn summary_line(summary: &Summary) -> String {
         line.push_str("; cut short by the stop (its quiet window had not passed)");
     }
     line
-}
-
-/// Every span by (trace id, span id), to resolve link targets.
-pub fn index<'a>(
-    spans: impl IntoIterator<Item = &'a Span>,
-) -> HashMap<(TraceId, SpanId), &'a Span> {
-    spans
-        .into_iter()
-        .map(|s| ((s.trace_id, s.span_id), s))
-        .collect()
 }
 
 #[cfg(test)]
