@@ -28,6 +28,7 @@ mod durations;
 mod otlp;
 mod sdk;
 mod topology;
+mod training;
 
 use collect::{CollectedSpan, Collector};
 use lens_watch::assemble::Config;
