@@ -281,7 +281,8 @@ impl Layout<'_> {
 
 /// The kind of context crossing that gave `span` its remote parent, if it has one: the RPC
 /// system (`rpc.system` or `rpc.system.name`, e.g. `grpc`), `http` (stable or older HTTP
-/// conventions), else the label of its scope in `names`, else the scope's name.
+/// conventions), `messaging` (a message's consumer), else the label of its scope in `names`,
+/// else the scope's name.
 pub fn hop_label<'a>(span: &'a Span, names: HopNames<'a>) -> Option<&'a str> {
     if span.parent_is_remote() != Some(true) || span.parent_span_id.is_none() {
         return None;
@@ -294,6 +295,14 @@ pub fn hop_label<'a>(span: &'a Span, names: HopNames<'a>) -> Option<&'a str> {
     }
     if span.attribute("http.request.method").is_some() || span.attribute("http.method").is_some() {
         return Some("http");
+    }
+    // A message's consumer (current and older messaging conventions: `messaging.system`, or a
+    // destination only, as celery writes it).
+    if span.attribute("messaging.system").is_some()
+        || span.attribute("messaging.destination.name").is_some()
+        || span.attribute("messaging.destination").is_some()
+    {
+        return Some("messaging");
     }
     let scope = span.scope.name.as_str();
     Some(
@@ -417,7 +426,7 @@ mod tests {
     }
 
     #[test]
-    fn hop_labels_read_both_rpc_conventions_old_http_and_scope_names() {
+    fn hop_labels_read_both_rpc_conventions_old_http_messaging_and_scope_names() {
         let mut s = span_at("svc", "x", 2, 1, crate::model::SpanKind::Server, (0, 1));
         s.flags = 0x301;
         let names = HopNames {
@@ -433,6 +442,16 @@ mod tests {
             Value::String("grpc".into()),
         )];
         assert_eq!(hop_label(&s, names), Some("grpc"));
+        s.attributes = vec![KeyValue::new(
+            "messaging.system",
+            Value::String("nats".into()),
+        )];
+        assert_eq!(hop_label(&s, names), Some("messaging"));
+        s.attributes = vec![KeyValue::new(
+            "messaging.destination",
+            Value::String("celery".into()),
+        )];
+        assert_eq!(hop_label(&s, names), Some("messaging"));
         // Not known to be remote (Python's 0x100 without 0x200, or no 0x100): no hop.
         s.flags = 0x100;
         assert_eq!(hop_label(&s, names), None);
