@@ -1038,3 +1038,154 @@ fn matched_hops_do_not_count_against_the_bound() {
         TraceId::from_hex(&format!("{:032x}", 1)).unwrap()
     );
 }
+
+const PRODUCER: u8 = 4;
+const CONSUMER: u8 = 5;
+
+/// trainer's PRODUCER span (a root) publishing to `rollout.jobs` at 5-6 ms, with `id`'s
+/// attributes.
+fn send(trace: &str, id: &[(&str, Json)]) -> String {
+    let mut attrs = vec![
+        ("messaging.system", s("nats")),
+        ("messaging.destination.name", s("rollout.jobs")),
+        ("messaging.operation.type", s("send")),
+    ];
+    attrs.extend(id.iter().cloned());
+    export(
+        "trainer",
+        vec![span(
+            trace,
+            2,
+            0,
+            "send rollout.jobs",
+            PRODUCER,
+            (5_000, 6_000),
+            0x101,
+            &attrs,
+        )],
+    )
+}
+
+/// rollout-worker's CONSUMER span for `destination` starting at `start` µs, as the root of
+/// `trace` (its parent: `parent`, 0 for none).
+fn process(
+    trace: &str,
+    parent: u64,
+    start: u64,
+    destination: &str,
+    extra: &[(&str, Json)],
+) -> String {
+    let mut attrs = vec![
+        ("messaging.system", s("nats")),
+        ("messaging.destination.name", s(destination)),
+        ("messaging.operation.type", s("process")),
+    ];
+    attrs.extend(extra.iter().cloned());
+    export(
+        "rollout-worker",
+        vec![span(
+            trace,
+            7,
+            parent,
+            "process rollout.jobs",
+            CONSUMER,
+            (start, start + 500),
+            0x101,
+            &attrs,
+        )],
+    )
+}
+
+#[test]
+fn a_message_sent_without_context_is_a_lost_hop_over_the_queue() {
+    let cause = [(NEW_ROOT_ATTRIBUTE, s("none"))];
+    // Either order of completion.
+    for lines in [
+        [send(A, &[]), process(B, 0, 6_500, "rollout.jobs", &cause)],
+        [process(B, 0, 6_500, "rollout.jobs", &cause), send(A, &[])],
+    ] {
+        let findings = check(&lines);
+        assert_eq!(rules(&findings), ["lost-context"], "{findings:?}");
+        let f = &findings[0];
+        assert_eq!(f.services, ["trainer", "rollout-worker"]);
+        assert_eq!(
+            f.trace_ids,
+            [TraceId::from_hex(A).unwrap(), TraceId::from_hex(B).unwrap()]
+        );
+        assert!(f.message.contains("over a queue"), "{}", f.message);
+        assert!(
+            f.message.contains("found no traceparent in the message"),
+            "{}",
+            f.message
+        );
+        assert!(
+            f.message.contains("make trainer inject the context"),
+            "{}",
+            f.message
+        );
+    }
+}
+
+#[test]
+fn a_queue_hop_needs_the_same_destination_message_and_time() {
+    // Near misses: another destination; a root that starts before the send; one after the
+    // window; another message id; the same service.
+    let id = |m: &str| [("messaging.message.id", s(m))];
+    for (why, lines) in [
+        (
+            "destination",
+            vec![send(A, &[]), process(B, 0, 6_500, "other.jobs", &[])],
+        ),
+        (
+            "before the send",
+            vec![send(A, &[]), process(B, 0, 1_000, "rollout.jobs", &[])],
+        ),
+        (
+            "after the window",
+            vec![send(A, &[]), process(B, 0, 2_500_000, "rollout.jobs", &[])],
+        ),
+        (
+            "message id",
+            vec![
+                send(A, &id("m1")),
+                process(B, 0, 6_500, "rollout.jobs", &id("m2")),
+            ],
+        ),
+    ] {
+        assert_eq!(check(&lines), [], "{why}");
+    }
+    // The same message id pairs, whatever else is waiting.
+    let findings = check(&[
+        send(A, &id("m1")),
+        process(B, 0, 6_500, "rollout.jobs", &id("m1")),
+    ]);
+    assert_eq!(rules(&findings), ["lost-context"]);
+}
+
+#[test]
+fn a_consumer_that_continued_the_trace_or_by_link_is_no_finding() {
+    // The consumer is the child of the producer's span: one trace, no finding.
+    assert_eq!(
+        check(&[send(A, &[]), process(A, 2, 6_500, "rollout.jobs", &[])]),
+        []
+    );
+    // The consumer's root links to the producer's span (a batch receive, or links by choice):
+    // continued by link, by design: no finding, in either order.
+    let linked = |line: String| -> String {
+        let mut request: Json = serde_json::from_str(&line).unwrap();
+        let span = &mut request["resourceSpans"][0]["scopeSpans"][0]["spans"][0];
+        *span = link(span.take(), A, 2);
+        request.to_string()
+    };
+    let consumer = linked(process(
+        B,
+        0,
+        6_500,
+        "rollout.jobs",
+        &[(NEW_ROOT_ATTRIBUTE, s("linked"))],
+    ));
+    assert_eq!(check(&[send(A, &[]), consumer.clone()]), []);
+    assert_eq!(check(&[consumer, send(A, &[])]), []);
+    // A message nobody consumed (or whose consumer is not instrumented): no finding.
+    assert_eq!(check(&[send(A, &[])]), []);
+}

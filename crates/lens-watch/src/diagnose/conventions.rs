@@ -15,6 +15,8 @@ pub(super) enum HopKey {
     Http(String, String),
     /// The fully-qualified gRPC method, `pkg.Service/Method`.
     Rpc(String),
+    /// A queue's destination (subject, topic, queue name).
+    Queue(String),
 }
 
 /// One side of a hop waiting in the index.
@@ -27,6 +29,8 @@ pub(super) struct Candidate {
     pub(super) end: u64,
     pub(super) address: Address,
     pub(super) cause: Option<NewRootCause>,
+    /// The message's id, for a messaging span that records one.
+    pub(super) message_id: Option<String>,
 }
 
 /// A host as one side of a hop names it.
@@ -290,6 +294,7 @@ pub(super) fn candidate(
             end: span.end_unix_nano,
             address,
             cause,
+            message_id: None,
         },
     ))
 }

@@ -286,6 +286,48 @@ trace {} for the same request; {why}",
     }
 }
 
+/// `lost-context` over a queue: `producer`'s message went without its context, and
+/// `consumer` started a new trace for it.
+pub(super) fn lost_message_context(producer: &Candidate, consumer: &Candidate) -> Finding {
+    let why = match &consumer.cause {
+        Some(NewRootCause::NoTraceparent) => format!(
+            "{} found no traceparent in the message: make {} inject the context into the \
+message's headers (or attributes)",
+            consumer.service, producer.service
+        ),
+        Some(NewRootCause::Rejected(anchor)) => format!(
+            "{} rejected the traceparent in the message (rule {anchor} of \
+docs/propagation-rules.md): fix what {} writes into the message's headers",
+            consumer.service, producer.service
+        ),
+        Some(NewRootCause::UntrustedIgnored) => format!(
+            "{}'s trust policy ignored the context from {}: trust that destination, or link \
+(docs/propagation-rules.md#trust)",
+            consumer.service, producer.service
+        ),
+        Some(NewRootCause::UntrustedLinked | NewRootCause::Linked) | None => format!(
+            "make {} inject the context into the message's headers, and {} extract it from them",
+            producer.service, consumer.service
+        ),
+    };
+    Finding {
+        rule: Rule::LostContext,
+        trace_ids: vec![producer.trace_id, consumer.trace_id],
+        span_ids: vec![producer.span_id, consumer.span_id],
+        services: vec![producer.service.to_string(), consumer.service.to_string()],
+        message: format!(
+            "context lost on {} -> {} over a queue: producer span {} (trace {}) has no consumer, \
+and {} started trace {} for a message from the same destination; {why}",
+            producer.service,
+            consumer.service,
+            producer.span_id,
+            producer.trace_id,
+            consumer.service,
+            consumer.trace_id
+        ),
+    }
+}
+
 pub(super) fn untrusted_linked(client: &Span, server: &PendingLink) -> Finding {
     Finding {
         rule: Rule::UntrustedLinked,

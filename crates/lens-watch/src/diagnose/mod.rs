@@ -17,6 +17,7 @@ mod conventions;
 mod finding;
 mod new_root;
 mod pairing;
+mod queues;
 mod rules;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -48,6 +49,9 @@ pub struct DoctorConfig {
     pub max_candidates: usize,
     /// How long (in span time) a candidate waits for its other side (default 60 s).
     pub candidate_horizon_nanos: u64,
+    /// How long after a message is sent its consumer's new trace may start and still be taken
+    /// for the message's lost hop (default 2 s, `lens watch`'s quiet window).
+    pub queue_window_nanos: u64,
 }
 
 impl Default for DoctorConfig {
@@ -57,6 +61,7 @@ impl Default for DoctorConfig {
             end_margin_nanos: 10_000_000,
             max_candidates: 100_000,
             candidate_horizon_nanos: 60_000_000_000,
+            queue_window_nanos: 2_000_000_000,
         }
     }
 }
@@ -83,6 +88,12 @@ pub struct Doctor {
     config: DoctorConfig,
     clients: Side,
     roots: Side,
+    /// PRODUCER spans without a consumer child, and CONSUMER roots: a queue's lost hop.
+    producers: Side,
+    consumer_roots: Side,
+    /// PRODUCER spans a consumer root linked to (continued by link), oldest first for the bound.
+    continued: HashSet<SpanId>,
+    continued_order: VecDeque<SpanId>,
     pending_links: HashMap<SpanId, PendingLink>,
     pending_order: VecDeque<SpanId>,
     /// Spans already taken as one side of a hop (a reopened trace is diagnosed again: its hop
@@ -108,7 +119,11 @@ impl Doctor {
 
     /// Candidates waiting for their other side (childless clients, new roots), for the status.
     pub fn candidates(&self) -> usize {
-        self.clients.len() + self.roots.len() + self.pending_links.len()
+        self.clients.len()
+            + self.roots.len()
+            + self.pending_links.len()
+            + self.producers.len()
+            + self.consumer_roots.len()
     }
 
     /// The findings on `trace`, just completed; `others` are the traces around it, read for
@@ -148,6 +163,11 @@ exported twice, or a span id generator that repeats",
             self.single_span(others, id, span, &by_id, partial, &mut findings);
         }
         let reopened = trace.completions > 1;
+        for span in spans.iter().filter(|s| s.kind == SpanKind::Producer) {
+            if !partial && parents.binary_search(&span.span_id).is_err() {
+                self.unconsumed_producer(span, &mut findings);
+            }
+        }
         for span in spans.iter().filter(|s| s.kind == SpanKind::Client) {
             if partial {
                 continue;
@@ -185,6 +205,8 @@ exported twice, or a span id generator that repeats",
         let max = self.config.max_candidates;
         self.clients.prune(max, oldest);
         self.roots.prune(max, oldest);
+        self.producers.prune(max, oldest);
+        self.consumer_roots.prune(max, oldest);
         while self.pending_order.len() > max {
             if let Some(id) = self.pending_order.pop_front() {
                 self.pending_links.remove(&id);

@@ -117,6 +117,11 @@ pub fn trace(view: &TraceView<'_>, out: &mut String) {
                 "<div class=\"link\" data-link-span-id=\"{}\">↳ link → ",
                 link.span_id
             );
+            // A link into another trace opens it (the page follows `#trace=`).
+            let across = link.trace_id != trace.trace_id;
+            if across {
+                let _ = write!(out, "<a href=\"#trace={}\">", link.trace_id);
+            }
             match view.link_target(link.trace_id, link.span_id) {
                 Some(t) => {
                     escape(out, &t.name);
@@ -127,6 +132,9 @@ pub fn trace(view: &TraceView<'_>, out: &mut String) {
                 None => {
                     let _ = write!(out, "span {} of trace {}", link.span_id, link.trace_id);
                 }
+            }
+            if across {
+                out.push_str("</a>");
             }
             out.push_str("</div>");
         }

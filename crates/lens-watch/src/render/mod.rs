@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::model::{Span, SpanId, TraceId};
+use crate::model::{Span, SpanId, SpanKind, TraceId};
 
 pub mod html;
 pub mod json;
@@ -75,6 +75,9 @@ pub struct Summary {
     pub lost_spans: u64,
     /// Shown before its quiet window had passed ([`Layout::cut_short`]).
     pub cut_short: bool,
+    /// The span of another trace a root CONSUMER span links to: the trace continues that one by
+    /// link (a batch receive, or a consumer that asked for links), by design.
+    pub continued_from: Option<(TraceId, SpanId)>,
 }
 
 impl Summary {
@@ -226,8 +229,19 @@ impl Layout<'_> {
         let mut orphans = 0;
         let mut links = 0;
         let mut hops: Vec<(String, usize)> = Vec::new();
+        let mut continued_from = None;
         for row in &self.rows {
             let span = row.span;
+            if continued_from.is_none()
+                && span.kind == SpanKind::Consumer
+                && span.parent_span_id.is_none()
+            {
+                continued_from = span
+                    .links
+                    .iter()
+                    .find(|l| l.trace_id != self.trace_id)
+                    .map(|l| (l.trace_id, l.span_id));
+            }
             match span.parent_span_id {
                 None => roots += 1,
                 Some(parent) if !present.contains(&parent) => {
@@ -254,6 +268,7 @@ impl Layout<'_> {
             duration: Duration::from_nanos(self.end - self.start),
             lost_spans: self.lost_spans,
             cut_short: self.cut_short,
+            continued_from,
         }
     }
 
@@ -374,6 +389,12 @@ pub fn summary_line(summary: &Summary) -> String {
         line.push(')');
     }
     let _ = write!(line, "; {} links", summary.links);
+    if let Some((trace, span)) = summary.continued_from {
+        let _ = write!(
+            line,
+            "; continued by link from span {span} of trace {trace}"
+        );
+    }
     if summary.cut_short {
         line.push_str("; cut short by the stop (its quiet window had not passed)");
     }
@@ -518,6 +539,34 @@ mod tests {
 1.0 ms; 1 hops (1 http); 1 links; cut short by the stop (its quiet window had not passed)"
             )
         );
+    }
+
+    #[test]
+    fn a_consumer_root_linked_to_another_trace_is_continued_by_link() {
+        let mut consumer = span_at("worker", "process jobs", 7, 0, SpanKind::Consumer, (0, 10));
+        let other = TraceId([9; 16]);
+        consumer.links.push(crate::model::Link {
+            trace_id: other,
+            span_id: SpanId([3; 8]),
+            trace_state: String::new(),
+            attributes: Vec::new(),
+            flags: 0,
+        });
+        let spans = [consumer];
+        let summary = layouts(&spans)[0].summary(HopNames::default());
+        assert_eq!(summary.continued_from, Some((other, SpanId([3; 8]))));
+        assert!(
+            summary_line(&summary).ends_with(&format!(
+                "; continued by link from span 0303030303030303 of trace {other}"
+            )),
+            "{}",
+            summary_line(&summary)
+        );
+        // A link inside the trace, or from a span that is not a consumer root: no continuation.
+        let mut server = spans[0].clone();
+        server.kind = SpanKind::Server;
+        let summary = layouts(&[server]).remove(0).summary(HopNames::default());
+        assert_eq!(summary.continued_from, None);
     }
 
     #[test]
