@@ -3,24 +3,31 @@
 //! with `LENS_NATS=require`).
 //!
 //! Fixture: one async-nats client on a current-thread tokio runtime (the publishing loop and the
-//! client's connection task share one thread, so the time is the client's whole cost), a
-//! 128-byte payload, every span sampled (a sampled parent), a batch span processor into a
-//! discarding exporter, lens's propagator installed as the global one for the by-hand arms.
+//! client's connection task share one thread, so that thread's time is the client's whole cost;
+//! it is timed by its CPU time, `CLOCK_THREAD_CPUTIME_ID`, the wall clock off Linux, so that
+//! another process taking the CPU, or the server, does not count against an arm), a
+//! 128-byte payload, spans sampled (a sampled parent) but for the unsampled arm, a batch span
+//! processor into a discarding exporter, lens's propagator installed as the global one for the
+//! by-hand arms.
 //!
-//! * Publish throughput, three arms alternated in rounds (the order rotating): `bare`
+//! * Publish throughput, five arms alternated in rounds (the order rotating): `bare`
 //!   (async-nats `publish_with_headers` with a `traceparent` header of the same 55 bytes lens
 //!   writes), `hand` (the least code that does it by hand, what the NeMo Lens page shows: a
 //!   PRODUCER span, inject through the global propagator into a fresh `HeaderMap`, publish),
-//!   `conv` (the same by hand with the span name and the seven attributes lens records) and
-//!   `lens` (`TracedClient::publish`). Each arm publishes [`PER_ROUND`] messages and flushes; the
-//!   ratio `bare time / arm time` (the arm's throughput as a share of bare async-nats) is taken
-//!   per round, and its median and quartiles printed.
-//! * Consume: the same four arms on the receiving side, each draining [`PER_ROUND`] messages
-//!   published before its timed loop (carrying a sampled `traceparent`), with no span current
-//!   in the loop: `bare` reads the
-//!   payload, `hand` extracts the context, starts a CONSUMER span under it and makes it current
-//!   while reading (`conv`: with lens's span name and attributes), `lens` takes each message from a `TracedSubscriber` and reads it inside
-//!   `in_span`. Printed: ns per message and the ratio to bare (median and quartiles).
+//!   `conv` (the same by hand with the span name and the seven attributes lens records), `lens`
+//!   (`TracedClient::publish`) and `lens, unsampled` (the same under an unsampled parent: the
+//!   span not recorded, the context still injected). Each arm publishes [`PER_ROUND`] messages
+//!   and flushes; the ratio `bare time / arm time` (the arm's throughput as a share of bare
+//!   async-nats, the client thread being what bounds it) is taken per round, and its median and
+//!   quartiles printed.
+//! * Consume: the same five arms on the receiving side, each draining [`PER_ROUND`] messages
+//!   published before its timed loop (carrying a sampled `traceparent`, an unsampled one for
+//!   the unsampled arm) and already in the subscription's buffer (a fence message published
+//!   after them has arrived: NATS keeps one publisher's order), with no span current in the loop: `bare` reads the payload, `hand`
+//!   extracts the context, starts a CONSUMER span under it and makes it current while reading
+//!   (`conv`: with lens's span name and attributes), `lens` takes each message from a
+//!   `TracedSubscriber` and reads it inside `in_span`. Printed: ns per message and the ratio to
+//!   bare (median and quartiles).
 //! * Allocations per message (a counting global allocator, every thread): each arm of both
 //!   sides over [`ALLOC_MESSAGES`] messages after as many unmeasured ones.
 #![allow(
@@ -40,6 +47,7 @@ use async_nats::header::HeaderMap;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use lens_testkit::nats::NatsServer;
+use opentelemetry::context::FutureExt as _;
 use opentelemetry::propagation::{Extractor, Injector};
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind, TraceContextExt, TraceFlags, TraceId, TraceState, Tracer,
@@ -88,11 +96,12 @@ static GLOBAL: Counting = Counting;
 
 /// Messages per arm per round, timed rounds, messages per allocation count.
 const PER_ROUND: usize = 2_000;
-const ROUNDS: usize = 31;
+const ROUNDS: usize = 61;
 const ALLOC_MESSAGES: usize = 5_000;
 const PAYLOAD: [u8; 128] = [b'x'; 128];
 /// A `traceparent` of the length lens writes (55 bytes), for the bare arm and the consumers.
 const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+const UNSAMPLED: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
 
 #[derive(Debug)]
 struct Discard;
@@ -101,6 +110,38 @@ impl SpanExporter for Discard {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
         black_box(batch);
         Ok(())
+    }
+}
+
+/// The CPU time of this thread (`CLOCK_THREAD_CPUTIME_ID`), on Linux.
+#[cfg(target_os = "linux")]
+fn on_cpu() -> Option<Duration> {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Some(Duration::new(
+        u64::try_from(t.tv_sec).ok()?,
+        u32::try_from(t.tv_nsec).ok()?,
+    ))
+}
+
+/// Elsewhere: none (the wall clock is used).
+#[cfg(not(target_os = "linux"))]
+fn on_cpu() -> Option<Duration> {
+    None
+}
+
+/// A stopwatch of the thread's time on a CPU, else of the wall clock.
+struct Stopwatch(Result<Duration, Instant>);
+
+impl Stopwatch {
+    fn start() -> Self {
+        Stopwatch(on_cpu().ok_or_else(Instant::now))
+    }
+
+    fn elapsed(&self) -> Duration {
+        match self.0 {
+            Ok(cpu) => on_cpu().unwrap_or(cpu).saturating_sub(cpu),
+            Err(wall) => wall.elapsed(),
+        }
     }
 }
 
@@ -136,9 +177,29 @@ enum Arm {
     Conventions,
     /// lens-nats.
     Lens,
+    /// lens-nats under an unsampled parent (publishing) or from an unsampled message
+    /// (consuming): a span that is not recorded, the context still injected or made current.
+    Unsampled,
 }
 
-const ARMS: [Arm; 4] = [Arm::Bare, Arm::Hand, Arm::Conventions, Arm::Lens];
+const ARMS: [Arm; 5] = [
+    Arm::Bare,
+    Arm::Hand,
+    Arm::Conventions,
+    Arm::Lens,
+    Arm::Unsampled,
+];
+
+/// The bench's parent, its trace sampled or not.
+fn parent(flags: TraceFlags) -> Context {
+    Context::new().with_remote_span_context(SpanContext::new(
+        TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
+        SpanId::from_hex("00f067aa0ba902b7").unwrap(),
+        flags,
+        true,
+        TraceState::NONE,
+    ))
+}
 
 /// The attributes lens-nats records on a `send` / `process` span of a core message.
 fn conventions(operation: &'static str, subject: &str, port: u16) -> Vec<KeyValue> {
@@ -160,6 +221,8 @@ struct Bench {
     tracer: SdkTracer,
     payload: Bytes,
     port: u16,
+    /// The parent of the unsampled arm (built once: its cost is not the arm's).
+    unsampled: Context,
 }
 
 impl Bench {
@@ -198,12 +261,18 @@ impl Bench {
                 .publish(subject, self.payload.clone())
                 .await
                 .unwrap(),
+            Arm::Unsampled => self
+                .traced
+                .publish(subject, self.payload.clone())
+                .with_context(self.unsampled.clone())
+                .await
+                .unwrap(),
         }
     }
 
     /// Publishes `n` messages with `arm`, then flushes (they reached the server).
     async fn publish_many(&self, arm: Arm, n: usize) -> Duration {
-        let started = Instant::now();
+        let started = Stopwatch::start();
         for _ in 0..n {
             self.publish(arm, "bench.publish").await;
         }
@@ -211,17 +280,29 @@ impl Bench {
         started.elapsed()
     }
 
-    /// Publishes `n` messages with a sampled `traceparent` to `subject` (untimed).
-    async fn feed(&self, subject: &'static str, n: usize) {
+    /// Publishes `n` messages with a `traceparent` to `subject` (untimed): sampled, but for
+    /// the unsampled arm. Returns once they are all in the subscription's buffer: the fence
+    /// published after them has arrived.
+    async fn feed(&self, subject: &'static str, n: usize, fence: &mut async_nats::Subscriber) {
+        let traceparent = if subject == subject_of(Arm::Unsampled) {
+            UNSAMPLED
+        } else {
+            TRACEPARENT
+        };
         for _ in 0..n {
             let mut headers = HeaderMap::new();
-            headers.insert("traceparent", TRACEPARENT);
+            headers.insert("traceparent", traceparent);
             self.client
                 .publish_with_headers(subject, headers, self.payload.clone())
                 .await
                 .unwrap();
         }
+        self.client
+            .publish(FENCE, Bytes::from_static(b"fence"))
+            .await
+            .unwrap();
         self.client.flush().await.unwrap();
+        fence.next().await.unwrap();
     }
 
     /// Drains `n` messages with `arm` from the subscribers of `subject`.
@@ -229,7 +310,7 @@ impl Bench {
         // A consumer loop with no span of its own: lens's `process` span then has no link to
         // add (the by-hand arms add none either).
         let _no_span = Context::new().attach();
-        let started = Instant::now();
+        let started = Stopwatch::start();
         for _ in 0..n {
             match arm {
                 Arm::Bare => {
@@ -263,8 +344,13 @@ impl Bench {
                     }
                     cx.span().end();
                 }
-                Arm::Lens => {
-                    let message = subscribers.lens.next().await.unwrap();
+                Arm::Lens | Arm::Unsampled => {
+                    let traced = if arm == Arm::Lens {
+                        &mut subscribers.lens
+                    } else {
+                        &mut subscribers.unsampled
+                    };
+                    let message = traced.next().await.unwrap();
                     message
                         .in_span(async { black_box(message.payload.len()) })
                         .await;
@@ -280,7 +366,12 @@ struct Subscribers {
     hand: async_nats::Subscriber,
     conventions: async_nats::Subscriber,
     lens: lens_nats::TracedSubscriber,
+    unsampled: lens_nats::TracedSubscriber,
+    fence: async_nats::Subscriber,
 }
+
+/// Published after each batch fed to a subscriber; its arrival means the batch arrived.
+const FENCE: &str = "bench.fence";
 
 fn subject_of(arm: Arm) -> &'static str {
     match arm {
@@ -288,6 +379,7 @@ fn subject_of(arm: Arm) -> &'static str {
         Arm::Hand => "bench.in.hand",
         Arm::Conventions => "bench.in.conventions",
         Arm::Lens => "bench.in.lens",
+        Arm::Unsampled => "bench.in.unsampled",
     }
 }
 
@@ -315,15 +407,8 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    // Every span sampled: a sampled remote parent, current for the whole run.
-    let parent = Context::new().with_remote_span_context(SpanContext::new(
-        TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
-        SpanId::from_hex("00f067aa0ba902b7").unwrap(),
-        TraceFlags::SAMPLED,
-        true,
-        TraceState::NONE,
-    ));
-    let _parent = parent.attach();
+    // Spans sampled: a sampled remote parent, current for the whole run.
+    let _parent = parent(TraceFlags::SAMPLED).attach();
     runtime.block_on(async {
         let client = async_nats::connect(server.url()).await.unwrap();
         let bench = Bench {
@@ -335,6 +420,7 @@ fn main() {
             tracer: tracer.clone(),
             payload: Bytes::from_static(&PAYLOAD),
             port: server.port(),
+            unsampled: parent(TraceFlags::NOT_SAMPLED),
         };
         let mut subscribers = Subscribers {
             bare: bench.client.subscribe(subject_of(Arm::Bare)).await.unwrap(),
@@ -347,6 +433,15 @@ fn main() {
             lens: bench.consumer.subscriber(
                 &bench.client,
                 bench.client.subscribe(subject_of(Arm::Lens)).await.unwrap(),
+            ),
+            fence: bench.client.subscribe(FENCE).await.unwrap(),
+            unsampled: bench.consumer.subscriber(
+                &bench.client,
+                bench
+                    .client
+                    .subscribe(subject_of(Arm::Unsampled))
+                    .await
+                    .unwrap(),
             ),
         };
         bench.client.flush().await.unwrap();
@@ -361,12 +456,12 @@ fn main() {
         // Warm-up: every path once, unmeasured.
         for arm in ARMS {
             bench.publish_many(arm, PER_ROUND).await;
-            bench.feed(subject_of(arm), PER_ROUND).await;
+            bench.feed(subject_of(arm), PER_ROUND, &mut subscribers.fence).await;
             bench.consume(arm, &mut subscribers, PER_ROUND).await;
         }
 
         // Publish throughput.
-        let mut times = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+        let mut times: [Vec<Duration>; 5] = Default::default();
         for round in 0..ROUNDS {
             for k in 0..ARMS.len() {
                 let i = (round + k) % ARMS.len();
@@ -377,11 +472,13 @@ fn main() {
         report(&times);
 
         // Consume: the messages are published before each arm's timed loop.
-        let mut times = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+        let mut times: [Vec<Duration>; 5] = Default::default();
         for round in 0..ROUNDS {
             for k in 0..ARMS.len() {
                 let i = (round + k) % ARMS.len();
-                bench.feed(subject_of(ARMS[i]), PER_ROUND).await;
+                bench
+                    .feed(subject_of(ARMS[i]), PER_ROUND, &mut subscribers.fence)
+                    .await;
                 times[i].push(bench.consume(ARMS[i], &mut subscribers, PER_ROUND).await);
             }
         }
@@ -395,12 +492,14 @@ fn main() {
             let before = allocations();
             bench.publish_many(arm, ALLOC_MESSAGES).await;
             let published = (allocations() - before) as f64 / ALLOC_MESSAGES as f64;
-            bench.feed(subject_of(arm), 2 * ALLOC_MESSAGES).await;
+            bench
+                .feed(subject_of(arm), 2 * ALLOC_MESSAGES, &mut subscribers.fence)
+                .await;
             bench.consume(arm, &mut subscribers, ALLOC_MESSAGES).await;
             let before = allocations();
             bench.consume(arm, &mut subscribers, ALLOC_MESSAGES).await;
             let consumed = (allocations() - before) as f64 / ALLOC_MESSAGES as f64;
-            println!("  {:<5} published {published:>6.1}   consumed {consumed:>6.1}", name(arm));
+            println!("  {:<15} published {published:>6.1}   consumed {consumed:>6.1}", name(arm));
         }
     });
     drop(provider);
@@ -412,17 +511,18 @@ fn name(arm: Arm) -> &'static str {
         Arm::Hand => "hand",
         Arm::Conventions => "conv",
         Arm::Lens => "lens",
+        Arm::Unsampled => "lens, unsampled",
     }
 }
 
 /// Per arm: ns per message (median, quartiles) and the ratio to bare per round.
-fn report(times: &[Vec<Duration>; 4]) {
+fn report(times: &[Vec<Duration>; 5]) {
     let per_message = |d: &Duration| d.as_nanos() as f64 / PER_ROUND as f64;
     for (i, arm) in ARMS.iter().enumerate() {
         let mut ns: Vec<f64> = times[i].iter().map(per_message).collect();
         let (m, q1, q3) = quartiles(&mut ns);
         let mut line = format!(
-            "  {:<5} {m:>8.0} ns/message (q1 {q1:.0}, q3 {q3:.0}), {:.0} messages/s",
+            "  {:<15} {m:>8.0} ns/message (q1 {q1:.0}, q3 {q3:.0}), {:.0} messages/s",
             name(*arm),
             1e9 / m
         );
