@@ -27,9 +27,9 @@
 //! * `nats`: over a real nats-server the scenario starts (JetStream on), a nats-py publisher with
 //!   NeMo Lens's `inject_context(headers)` into lens-nats's consumers, and lens-nats's producers
 //!   into nats-py handlers that run `extract_context(msg.headers)` + `attach`; core publish,
-//!   request/reply and JetStream, sampled and unsampled, tracestate and baggage; both sides'
-//!   spans checked (one trace, the CONSUMER span the child of the PRODUCER span, kinds and
-//!   messaging attributes).
+//!   request/reply and JetStream, sampled and unsampled, tracestate and baggage, a pulled batch
+//!   and a links-only consumer; both sides' spans checked (one trace, the CONSUMER span the child
+//!   of the PRODUCER span, kinds and messaging attributes, links).
 //! * `watch`: both HTTP scenarios again, every span of both languages also exported over OTLP
 //!   (gRPC and HTTP, each SDK's own exporter) to a running `lens watch` (`--lens PATH`): one
 //!   whole trace each in its `--json`, on its page, and from `lens check` on its `--save` file.

@@ -18,6 +18,12 @@
 //! trace, the CONSUMER span the child of the PRODUCER span across the language boundary, the
 //! kinds and messaging attributes (JetStream: the same stream sequence on both sides); for an
 //! unsampled trace, that neither side exported a span of it.
+//!
+//! Then, from Python: three JetStream messages pulled by lens-nats as one batch
+//! (`Consumer::receive`: a `receive` span linked to every PRODUCER span, each `process` span the
+//! child of its PRODUCER span), and one core message into a consumer that asks for links only
+//! (`ConsumerParent::Links`: a new trace, `lens.trace.new_root` = `linked`, a link to the
+//! PRODUCER span, the baggage kept).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -26,6 +32,7 @@ use std::time::Duration;
 use async_nats::jetstream::{self, consumer, stream};
 use futures_util::StreamExt;
 use lens_core::W3cPropagator;
+use lens_nats::ConsumerParent;
 use lens_testkit::nats::NatsServer;
 use opentelemetry::Context;
 use opentelemetry::context::FutureExt as _;
@@ -249,6 +256,12 @@ struct Rust {
     jetstream: lens_nats::TracedJetStream,
     core: lens_nats::TracedSubscriber,
     pulled: lens_nats::TracedMessages,
+    /// `rs.linked.>`: a consumer that asks for links only (`ConsumerParent::Links`).
+    linked: lens_nats::TracedSubscriber,
+    /// The lens consumer, for a pulled batch (`Consumer::receive`).
+    consumer: lens_nats::Consumer,
+    /// The pull consumer `rs-batch` on the stream `RSBATCH` (`rs.batch.>`).
+    batch: consumer::PullConsumer,
     /// What the responder task's handler saw of each request, in order.
     requests: tokio::sync::mpsc::UnboundedReceiver<Result<Handled, String>>,
     responder: tokio::task::JoinHandle<()>,
@@ -287,6 +300,9 @@ pub(crate) async fn run(
         }
     }
 
+    let batch = python_batch_to_rust(&mut peer, &rust).await;
+    let linked = python_to_rust_linked(&mut peer, &mut rust).await;
+
     let spans_path = out.join("python-spans.json");
     let mut all = tokio::task::block_in_place(|| -> Result<Vec<SpanRecord>> {
         let answer = peer.request(&json!({"op": "finish", "spans": spans_path}))?;
@@ -310,6 +326,14 @@ pub(crate) async fn run(
             check_spans(checks, case, seen, &all, server.port());
         }
     }
+    match batch {
+        Ok(batch) => check_batch(checks, &batch, &all),
+        Err(e) => checks.fail(&batch_label("the batch could not go"), e),
+    }
+    match linked {
+        Ok(linked) => check_linked(checks, &linked, &all),
+        Err(e) => checks.fail(&linked_label("the message could not go"), e),
+    }
     Ok(())
 }
 
@@ -325,7 +349,11 @@ async fn start_rust(
         .map_err(Error::nats("connecting to nats-server"))?;
     let js = jetstream::new(client.clone());
     let mut streams = Vec::new();
-    for (name, subjects) in [("PYJOBS", "py.js.>"), ("RSJOBS", "rs.js.>")] {
+    for (name, subjects) in [
+        ("PYJOBS", "py.js.>"),
+        ("RSJOBS", "rs.js.>"),
+        ("RSBATCH", "rs.batch.>"),
+    ] {
         let stream = js
             .create_stream(stream::Config {
                 name: name.into(),
@@ -343,6 +371,13 @@ async fn start_rust(
         })
         .await
         .map_err(Error::nats("creating consumer rs-worker"))?;
+    let batch = streams[2]
+        .create_consumer(consumer::pull::Config {
+            durable_name: Some("rs-batch".into()),
+            ..Default::default()
+        })
+        .await
+        .map_err(Error::nats("creating consumer rs-batch"))?;
 
     let consumer = lens_nats::Consumer::new()
         .with_tracer(tracer.clone())
@@ -358,6 +393,11 @@ async fn start_rust(
         }
     };
     let core = consumer.subscriber(&client, subscribe("rs.core.>").await?);
+    let linked = lens_nats::Consumer::new()
+        .with_tracer(tracer.clone())
+        .with_propagator(W3cPropagator::new().with_plus_as_space(true))
+        .with_consumer_parent(ConsumerParent::Links)
+        .subscriber(&client, subscribe("rs.linked.>").await?);
     let mut requests = consumer.subscriber(&client, subscribe("rs.svc").await?);
     let pulled = consumer.messages(
         &client,
@@ -399,6 +439,9 @@ async fn start_rust(
         client,
         core,
         pulled,
+        linked,
+        consumer,
+        batch,
         requests: rx,
         responder,
     })
@@ -820,4 +863,312 @@ fn check_spans(
             &case.flags(),
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A pulled batch, and a consumer that asks for links only (Python to Rust)
+
+/// Messages in the pulled batch.
+const BATCH: usize = 3;
+
+fn batch_parent() -> Spec {
+    Spec::span("5af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", 0x01)
+        .tracestate(TRACESTATE)
+        .baggage(BAGGAGE)
+}
+
+fn linked_parent() -> Spec {
+    Spec::span("5bf7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", 0x01).baggage(BAGGAGE)
+}
+
+fn batch_label(what: &str) -> String {
+    format!("python->rust [JetStream batch of {BATCH} via Consumer::receive] {what}")
+}
+
+fn linked_label(what: &str) -> String {
+    format!("python->rust [core publish into a ConsumerParent::Links consumer] {what}")
+}
+
+/// What the batch showed: the Python publishes, the `receive` span, each message's handler.
+struct BatchObserved {
+    published: Vec<Published>,
+    receive: Option<String>,
+    handled: Vec<Handled>,
+}
+
+/// The Python peer publishes [`BATCH`] JetStream messages (each in its own PRODUCER span, one
+/// trace); lens-nats pulls them as one batch (`fetch`) and processes each.
+async fn python_batch_to_rust(peer: &mut PythonProcess, rust: &Rust) -> Result<BatchObserved> {
+    let parent = batch_parent();
+    let mut published = Vec::new();
+    for n in 0..BATCH {
+        let answer = tokio::task::block_in_place(|| {
+            peer.request(&json!({
+                "op": "publish",
+                "mode": "jetstream",
+                "subject": format!("rs.batch.{n}"),
+                "parent": parent,
+                "payload": "batch",
+            }))
+        })?;
+        published.push(
+            serde_json::from_value::<Published>(answer)
+                .map_err(Error::json("nats_peer publish answer"))?,
+        );
+    }
+    // Every message is stored (acked to Python) before the fetch: the batch holds all three.
+    let pull = rust.batch.fetch().max_messages(BATCH).messages();
+    let batch = rust
+        .consumer
+        .receive(&rust.client, "RSBATCH", pull)
+        .await
+        .map_err(Error::nats("receiving the batch"))?;
+    let receive = batch
+        .receive_span_context()
+        .map(|sc| sc.span_id().to_string());
+    let mut handled = Vec::new();
+    for message in batch {
+        let consumer = message.in_span(async { seen(&Context::current()) }).await;
+        let sequence = message.info().ok().map(|i| i.stream_sequence);
+        handled.push(Handled::rust(&message.message, consumer, sequence));
+    }
+    Ok(BatchObserved {
+        published,
+        receive,
+        handled,
+    })
+}
+
+/// The Python peer publishes one core message into a consumer that asks for links only.
+async fn python_to_rust_linked(
+    peer: &mut PythonProcess,
+    rust: &mut Rust,
+) -> Result<(Published, Handled)> {
+    let answer = tokio::task::block_in_place(|| {
+        peer.request(&json!({
+            "op": "publish",
+            "mode": "core",
+            "subject": "rs.linked.5b",
+            "parent": linked_parent(),
+            "payload": "linked",
+        }))
+    })?;
+    let published: Published =
+        serde_json::from_value(answer).map_err(Error::json("nats_peer publish answer"))?;
+    let message = tokio::time::timeout(RECEIVE_TIMEOUT, rust.linked.next())
+        .await
+        .map_err(|_| Error::Timeout {
+            what: "the rust consumer: the linked message".into(),
+            after: RECEIVE_TIMEOUT,
+        })?
+        .ok_or_else(|| Error::Nats {
+            what: "the rust consumer".into(),
+            message: "the linked subscription ended".into(),
+        })?;
+    let consumer = message.in_span(async { seen(&Context::current()) }).await;
+    Ok((published, Handled::rust(&message, consumer, None)))
+}
+
+/// The batch: one CLIENT `receive` span that links to every Python PRODUCER span, each message's
+/// CONSUMER `process` span the child of its PRODUCER span and linked to the `receive` span.
+fn check_batch(checks: &mut Checks, observed: &BatchObserved, all: &[SpanRecord]) {
+    let parent = batch_parent();
+    let trace_id = parent.span.as_ref().map_or("", |s| s.trace_id.as_str());
+    checks.eq(
+        &batch_label("messages in the batch, in order"),
+        &observed
+            .handled
+            .iter()
+            .map(|h| h.subject.as_str())
+            .collect::<Vec<_>>(),
+        &(0..BATCH)
+            .map(|n| format!("rs.batch.{n}"))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let receive = observed
+        .receive
+        .as_deref()
+        .and_then(|id| all.iter().find(|s| s.span_id == id));
+    checks.eq(
+        &batch_label("the receive span: Rust CLIENT `receive RSBATCH`, a root, 3 messages"),
+        &receive.map(|r| {
+            (
+                r.side,
+                r.kind.as_str(),
+                r.name.as_str(),
+                r.parent_span_id.is_none(),
+                r.attribute("messaging.batch.message_count"),
+            )
+        }),
+        &Some((
+            Side::Rust,
+            "CLIENT",
+            "receive RSBATCH",
+            true,
+            Some(BATCH.to_string()),
+        )),
+    );
+    let producers: Vec<Option<&SpanRecord>> = observed
+        .published
+        .iter()
+        .map(|p| {
+            let id = p.producer.as_ref().and_then(|s| s.span.as_ref())?;
+            all.iter()
+                .find(|s| s.side == Side::Python && s.span_id == id.span_id)
+        })
+        .collect();
+    let mut linked: Vec<(String, String)> = receive
+        .map(|r| {
+            r.links
+                .iter()
+                .map(|l| (l.trace_id.clone(), l.span_id.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    linked.sort();
+    let mut expected: Vec<(String, String)> = producers
+        .iter()
+        .flatten()
+        .map(|p| (p.trace_id.clone(), p.span_id.clone()))
+        .collect();
+    expected.sort();
+    checks.eq(
+        &batch_label("the receive span links to every Python PRODUCER span, across the boundary"),
+        &linked,
+        &expected,
+    );
+    checks.eq(
+        &batch_label("a Python PRODUCER span per message"),
+        &expected.len(),
+        &BATCH,
+    );
+    for (n, (handled, producer)) in observed.handled.iter().zip(&producers).enumerate() {
+        let label = |what: &str| batch_label(&format!("message {n}: {what}"));
+        let span = handled.consumer.span.as_ref();
+        checks.eq(
+            &label("handler: trace id, flags, tracestate, baggage of the producer's context"),
+            &(
+                span.map(|s| (s.trace_id.as_str(), s.trace_flags, s.tracestate.as_str())),
+                &handled.consumer.baggage,
+            ),
+            &(
+                Some((trace_id, 0x01, parent.tracestate_header().as_str())),
+                &parent.baggage,
+            ),
+        );
+        let process = span.and_then(|s| all.iter().find(|r| r.span_id == s.span_id));
+        checks.eq(
+            &label("the handler ran in a Rust CONSUMER `process` span"),
+            &process.map(|p| (p.side, p.kind.as_str(), p.name.clone())),
+            &Some((Side::Rust, "CONSUMER", format!("process rs.batch.{n}"))),
+        );
+        spans::parent_is(checks, process, *producer, true);
+        checks.check(
+            &label("the process span links to the receive span"),
+            process.is_some_and(|p| {
+                observed
+                    .receive
+                    .as_deref()
+                    .is_some_and(|r| p.links.iter().any(|l| l.span_id == r))
+            }),
+            || format!("{:?}", process.map(|p| &p.links)),
+        );
+        checks.eq(
+            &label("the stream sequence: Python's ack, the message, both spans"),
+            &(
+                handled.sequence,
+                process.and_then(|p| p.attribute("messaging.nats.stream_sequence")),
+                producer.and_then(|p| p.attribute("messaging.nats.stream_sequence")),
+            ),
+            &(
+                observed.published.get(n).and_then(|p| p.sequence),
+                observed
+                    .published
+                    .get(n)
+                    .and_then(|p| p.sequence)
+                    .map(|s| s.to_string()),
+                observed
+                    .published
+                    .get(n)
+                    .and_then(|p| p.sequence)
+                    .map(|s| s.to_string()),
+            ),
+        );
+        checks.contexts += 1;
+    }
+    let trace: Vec<&SpanRecord> = all.iter().filter(|s| s.trace_id == trace_id).collect();
+    checks.eq(
+        &batch_label("spans of the producers' trace: 3 PRODUCER, 3 CONSUMER"),
+        &trace.len(),
+        &(2 * BATCH),
+    );
+    checks.spans += trace.len() + usize::from(receive.is_some());
+}
+
+/// Links only: the `process` span starts a new trace that links to the Python PRODUCER span,
+/// records why (`lens.trace.new_root` = `linked`), and the message's baggage is still current.
+fn check_linked(
+    checks: &mut Checks,
+    (published, handled): &(Published, Handled),
+    all: &[SpanRecord],
+) {
+    let parent = linked_parent();
+    let trace_id = parent.span.as_ref().map_or("", |s| s.trace_id.as_str());
+    let producer = published
+        .producer
+        .as_ref()
+        .and_then(|p| p.span.as_ref())
+        .and_then(|p| {
+            all.iter()
+                .find(|s| s.side == Side::Python && s.span_id == p.span_id)
+        });
+    checks.eq(
+        &linked_label("one Python PRODUCER span `send rs.linked.5b` in the producer's trace"),
+        &producer.map(|p| (p.kind.as_str(), p.name.as_str(), p.trace_id.as_str())),
+        &Some(("PRODUCER", "send rs.linked.5b", trace_id)),
+    );
+    let span = handled.consumer.span.as_ref();
+    checks.check(
+        &linked_label("handler: a new trace, sampled"),
+        span.is_some_and(|s| s.trace_id != trace_id && s.sampled),
+        || format!("{span:?}"),
+    );
+    checks.eq(
+        &linked_label("handler: the message's baggage (the policy trusts it)"),
+        &handled.consumer.baggage,
+        &parent.baggage,
+    );
+    let process = span.and_then(|s| all.iter().find(|r| r.span_id == s.span_id));
+    checks.eq(
+        &linked_label("the Rust CONSUMER span: a root, `lens.trace.new_root` = linked"),
+        &process.map(|p| {
+            (
+                p.kind.as_str(),
+                p.name.as_str(),
+                p.parent_span_id.is_none(),
+                p.attribute("lens.trace.new_root"),
+            )
+        }),
+        &Some((
+            "CONSUMER",
+            "process rs.linked.5b",
+            true,
+            Some("linked".to_owned()),
+        )),
+    );
+    checks.eq(
+        &linked_label("the CONSUMER span links to the Python PRODUCER span, across the boundary"),
+        &process.map(|p| p.links.clone()),
+        &producer.map(|p| {
+            vec![spans::LinkRecord {
+                trace_id: p.trace_id.clone(),
+                span_id: p.span_id.clone(),
+            }]
+        }),
+    );
+    checks.spans += usize::from(producer.is_some()) + usize::from(process.is_some());
+    checks.contexts += 1;
 }
