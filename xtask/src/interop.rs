@@ -22,12 +22,15 @@ usage: cargo xtask interop [--only SCENARIO]
 Checks lens against the real Python library NVIDIA NeMo Lens 0.1.0, live: HTTP both ways (FastAPI +
 aiohttp with NeMo Lens, axum + reqwest with lens), gRPC both ways (grpcio with NeMo Lens's
 inject_context / extract_context on the metadata, tonic with lens-tonic; unary and
-server-streaming), NCCL context bytes both ways, Ray-style remote-call carriers both ways, and
-both SDKs' OTLP exporters into `lens watch`, and the propagation doctor (`lens check`) on four
-live hops, two of them broken. Scenarios and checks: docs/interop-with-python.md.
+server-streaming), NCCL context bytes both ways, Ray-style remote-call carriers both ways, NATS
+both ways over a nats-server the run starts (nats-py with NeMo Lens's inject_context /
+extract_context on the headers, lens-nats; core, request/reply, JetStream), both SDKs' OTLP
+exporters into `lens watch`, and the propagation doctor (`lens check`) on four live hops, two of
+them broken. Scenarios and checks: docs/interop-with-python.md.
 
 --only SCENARIO runs one scenario: nccl, ray, http-python-first, http-rust-first,
-grpc-python-to-rust, grpc-rust-to-python, watch or doctor (default: all).
+grpc-python-to-rust, grpc-rust-to-python, nats, watch or doctor (default: all).
+The nats scenario needs `nats-server` on PATH (Debian's nats-server package).
 
 Needs a Python >= 3.13 (nemo-lens 0.1.0 requires it), looked for in this order:
   $LENS_INTEROP_PYTHON, python3.14 / python3.13 / python3 / python on PATH, then
@@ -301,7 +304,7 @@ fn ensure_venv(python: &Python, root: &Path, cache: &Path) -> Result<PathBuf> {
     check.args([
         "-c",
         "import nemo.lens, nemo.lens.contrib.fastapi, nemo.lens.contrib.aiohttp, \
-         nemo.lens.contrib.nccl, nemo.lens.contrib.ray, fastapi, uvicorn, aiohttp, \
+         nemo.lens.contrib.nccl, nemo.lens.contrib.ray, fastapi, uvicorn, aiohttp, nats, \
          opentelemetry.sdk.trace, opentelemetry.instrumentation.fastapi, \
          opentelemetry.instrumentation.aiohttp_client",
     ]);

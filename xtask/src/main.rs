@@ -59,7 +59,7 @@ Runs, in order, stopping at the first failure (non-zero exit):
 const BENCH_HELP: &str = "\
 usage: cargo xtask bench [GROUP] [-- BENCH-ARGS...]
 
-GROUP is one of core, http, grpc, nccl, dist, watch, all (default: all).
+GROUP is one of core, http, grpc, nccl, dist, nats, watch, all (default: all).
 Runs `cargo bench -p <crate> --bench <name>` for each suite of the group; arguments after `--`
 go to the benchmark binaries (e.g. `cargo xtask bench core -- --quick`).
 Criterion writes its results under <target-dir>/criterion/.";
@@ -442,6 +442,16 @@ const BENCH_GROUPS: &[(&str, &[BenchSuite])] = &[
             package: "lens-dist",
             bench: "dist",
             features: "mpi",
+        }],
+    ),
+    (
+        "nats",
+        // Against a local nats-server the bench starts (prints, no criterion): publish
+        // throughput and consume cost against async-nats alone and by hand, allocations.
+        &[BenchSuite {
+            package: "lens-nats",
+            bench: "nats",
+            features: "",
         }],
     ),
     (

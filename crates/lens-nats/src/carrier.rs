@@ -116,6 +116,10 @@ impl MessageCarrier for NatsHeaders<&mut HeaderMap> {
     /// Removes every value of `field`. async-nats's map has no `remove`: the map is rebuilt,
     /// only when the field is there (a caller's stale `traceparent`), which is rare.
     fn remove(&mut self, field: &str) {
+        // The headers of a plain `publish` are a new, empty map: nothing to look up or hash.
+        if self.0.is_empty() {
+            return;
+        }
         let Some(name) = name_of(field) else {
             return;
         };

@@ -116,7 +116,8 @@ struct Server {
 impl Server {
     fn new(address: String, port: Option<u16>) -> Self {
         Server {
-            address: StringValue::from(address),
+            // Shared text: each span's `server.address` is a reference count, not a copy.
+            address: StringValue::from(std::sync::Arc::<str>::from(address)),
             port,
         }
     }

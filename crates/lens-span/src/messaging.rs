@@ -237,7 +237,12 @@ impl<'a> Operation<'a> {
     pub fn span_name(&self) -> Cow<'static, str> {
         match self.destination {
             Some(destination) if !self.temporary => {
-                Cow::Owned(format!("{} {}", self.name, destination))
+                // Sized once: `format!` would grow its buffer, a second allocation per span.
+                let mut name = String::with_capacity(self.name.len() + 1 + destination.len());
+                name.push_str(self.name);
+                name.push(' ');
+                name.push_str(destination);
+                Cow::Owned(name)
             }
             _ => Cow::Borrowed(self.name),
         }
@@ -259,24 +264,27 @@ impl<'a> Operation<'a> {
         if let Some(port) = self.server_port {
             attributes.push(KeyValue::new(semconv::SERVER_PORT, i64::from(port)));
         }
+        // One copy of the destination (no clone of it): before the metrics' share of the
+        // attributes, or after it for a temporary one, which the metrics never see.
         let destination = self
             .destination
             .map(|d| KeyValue::new(semconv::MESSAGING_DESTINATION_NAME, d.to_owned()));
-        if !self.temporary
-            && let Some(destination) = destination.clone()
-        {
-            attributes.push(destination);
-        }
-        let metric_attributes = attributes.len();
-        if self.temporary
-            && let Some(destination) = destination
-        {
-            attributes.push(destination);
-            attributes.push(KeyValue::new(
-                semconv::MESSAGING_DESTINATION_TEMPORARY,
-                true,
-            ));
-        }
+        let metric_attributes = match destination {
+            Some(destination) if !self.temporary => {
+                attributes.push(destination);
+                attributes.len()
+            }
+            Some(destination) => {
+                let metric_attributes = attributes.len();
+                attributes.push(destination);
+                attributes.push(KeyValue::new(
+                    semconv::MESSAGING_DESTINATION_TEMPORARY,
+                    true,
+                ));
+                metric_attributes
+            }
+            None => attributes.len(),
+        };
         if let Some(id) = self.message_id {
             attributes.push(KeyValue::new(semconv::MESSAGING_MESSAGE_ID, id.to_owned()));
         }

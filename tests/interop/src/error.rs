@@ -32,6 +32,9 @@ pub(crate) enum Error {
     /// An HTTP request of the harness failed.
     #[error("{what}: {message}")]
     Http { what: String, message: String },
+    /// The NATS side of the harness (its server, client, streams) failed.
+    #[error("{what}: {message}")]
+    Nats { what: String, message: String },
     /// A context description could not be built into a Rust Context.
     #[error("context {what}: {message}")]
     Context { what: String, message: String },
@@ -46,6 +49,14 @@ impl Error {
     pub(crate) fn json(what: impl Into<String>) -> impl FnOnce(serde_json::Error) -> Error {
         let what = what.into();
         move |source| Error::Json { what, source }
+    }
+
+    pub(crate) fn nats<E: std::fmt::Display>(what: impl Into<String>) -> impl FnOnce(E) -> Error {
+        let what = what.into();
+        move |e| Error::Nats {
+            what,
+            message: e.to_string(),
+        }
     }
 
     pub(crate) fn http<E: std::fmt::Display>(what: impl Into<String>) -> impl FnOnce(E) -> Error {

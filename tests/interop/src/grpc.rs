@@ -62,14 +62,15 @@ const SERVING_B64: &str = "CAE=";
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(15);
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
-const BAGGAGE: &[(&str, &str)] = &[
+pub(crate) const BAGGAGE: &[(&str, &str)] = &[
     ("tenant", "acme corp"),
     ("list", "a,b,c"),
     ("eq", "k=v=w"),
     ("utf8", "naïve café ✓ 東京 🚀"),
     ("pct", "100% sure"),
 ];
-const TRACESTATE: &[(&str, &str)] = &[("congo", "t61rcWkgMzE"), ("rojo", "00f067aa0ba902b7")];
+pub(crate) const TRACESTATE: &[(&str, &str)] =
+    &[("congo", "t61rcWkgMzE"), ("rojo", "00f067aa0ba902b7")];
 
 /// How the Rust client sends its context.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! A test harness, not a library: an application like `lens-cli`, so it may depend on the
-//! adapter crates (lens-axum, lens-reqwest, lens-nccl, lens-tonic); nothing depends on it.
+//! adapter crates (lens-axum, lens-reqwest, lens-nccl, lens-tonic, lens-nats); nothing depends on it.
 //!
 //! Scenarios (docs/interop-with-python.md lists every check):
 //! * `nccl`: NeMo Lens `serialize_context()` bytes -> lens `extract_nccl_context`, and lens
@@ -24,6 +24,12 @@
 //!   `ServerLayer` / a tonic client over `ClientLayer` or with `ClientInterceptor`; unary and
 //!   server-streaming calls, span parents, baggage, tracestate and status checked across the
 //!   boundary.
+//! * `nats`: over a real nats-server the scenario starts (JetStream on), a nats-py publisher with
+//!   NeMo Lens's `inject_context(headers)` into lens-nats's consumers, and lens-nats's producers
+//!   into nats-py handlers that run `extract_context(msg.headers)` + `attach`; core publish,
+//!   request/reply and JetStream, sampled and unsampled, tracestate and baggage, a pulled batch
+//!   and a links-only consumer; both sides' spans checked (one trace, the CONSUMER span the child
+//!   of the PRODUCER span, kinds and messaging attributes, links).
 //! * `watch`: both HTTP scenarios again, every span of both languages also exported over OTLP
 //!   (gRPC and HTTP, each SDK's own exporter) to a running `lens watch` (`--lens PATH`): one
 //!   whole trace each in its `--json`, on its page, and from `lens check` on its `--save` file.
@@ -43,6 +49,7 @@ mod doctor;
 mod error;
 mod grpc;
 mod http;
+mod nats;
 mod nccl;
 mod python;
 mod ray;
@@ -61,7 +68,7 @@ use python::{PythonProcess, START_TIMEOUT};
 const USAGE: &str =
     "usage: lens-interop --python PYTHON --scripts DIR --out DIR [--lens LENS] [--only SCENARIO]
 scenarios: nccl, ray, http-python-first, http-rust-first, grpc-python-to-rust, grpc-rust-to-python,
-watch, doctor (default: all; watch and doctor need --lens)";
+nats, watch, doctor (default: all; watch and doctor need --lens)";
 
 const SCENARIOS: &[&str] = &[
     "nccl",
@@ -70,6 +77,7 @@ const SCENARIOS: &[&str] = &[
     "http-rust-first",
     "grpc-python-to-rust",
     "grpc-rust-to-python",
+    "nats",
     "watch",
     "doctor",
 ];
@@ -185,6 +193,18 @@ async fn main() -> ExitCode {
                 .map(drop),
             (Ok(out), Live::Grpc(d)) => grpc::run(python, scripts, &out, d, &mut checks).await,
             (Err(e), _) => Err(e),
+        };
+        if let Err(e) = run {
+            checks.fail("scenario could not finish", e);
+        }
+        results.push(checks);
+    }
+    // NATS both ways, over a nats-server of the scenario's own.
+    if wanted("nats") {
+        let mut checks = Checks::new("nats");
+        let run = match scenario_dir(&options.out, "nats") {
+            Ok(out) => nats::run(&options.python, &options.scripts, &out, &mut checks).await,
+            Err(e) => Err(e),
         };
         if let Err(e) = run {
             checks.fail("scenario could not finish", e);

@@ -42,6 +42,16 @@ pub(crate) struct SpanRecord {
     /// When the span ended, nanoseconds since the Unix epoch (both sides read the same clock).
     #[serde(default)]
     pub(crate) end_unix_nano: u64,
+    /// The span contexts the span links to (Rust spans; the Python side writes none).
+    #[serde(default)]
+    pub(crate) links: Vec<LinkRecord>,
+}
+
+/// One link of a span: the linked span's ids.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct LinkRecord {
+    pub(crate) trace_id: String,
+    pub(crate) span_id: String,
 }
 
 impl SpanRecord {
@@ -84,6 +94,14 @@ impl SpanRecord {
                 .end_time
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+            links: span
+                .links
+                .iter()
+                .map(|l| LinkRecord {
+                    trace_id: l.span_context.trace_id().to_string(),
+                    span_id: l.span_context.span_id().to_string(),
+                })
+                .collect(),
         }
     }
 

@@ -14,6 +14,28 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// The environment variable that makes a missing `nats-server` a failure.
 pub const REQUIRE_ENV: &str = "LENS_NATS";
 
+/// Why [`NatsServer::try_start`] has no server.
+#[derive(Debug)]
+pub enum NatsStartError {
+    /// No `nats-server` on `PATH`.
+    NotInstalled,
+    /// It is installed but did not start (the reason, with its log).
+    Failed(String),
+}
+
+impl std::fmt::Display for NatsStartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NatsStartError::NotInstalled => {
+                f.write_str("nats-server is not installed (apt-get install nats-server)")
+            }
+            NatsStartError::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for NatsStartError {}
+
 /// A running `nats-server`, stopped when dropped.
 #[derive(Debug)]
 pub struct NatsServer {
@@ -25,16 +47,33 @@ pub struct NatsServer {
 impl NatsServer {
     /// Starts `nats-server -a 127.0.0.1 -p -1 -js -sd <fresh dir>` and waits until it says it
     /// is ready. `None` (and a line on stderr) when the binary is missing and
-    /// `LENS_NATS` is not `require`.
+    /// `LENS_NATS` is not `require`; a panic when it cannot start otherwise.
     pub fn start() -> Option<NatsServer> {
-        static N: AtomicUsize = AtomicUsize::new(0);
         let required = std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "require");
+        match NatsServer::try_start() {
+            Ok(server) => Some(server),
+            Err(NatsStartError::NotInstalled) if !required => {
+                eprintln!(
+                    "skipped: nats-server is not installed (apt-get install nats-server; \
+                     {REQUIRE_ENV}=require makes this a failure)"
+                );
+                None
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// [`NatsServer::start`] without a skip or a panic: why the server could not start, for a
+    /// harness that reports it (the interop run).
+    pub fn try_start() -> Result<NatsServer, NatsStartError> {
+        static N: AtomicUsize = AtomicUsize::new(0);
         let store = std::env::temp_dir().join(format!(
             "lens-nats-test-{}-{}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         ));
-        std::fs::create_dir_all(&store).unwrap();
+        std::fs::create_dir_all(&store)
+            .map_err(|e| NatsStartError::Failed(format!("creating {}: {e}", store.display())))?;
         let spawned = Command::new("nats-server")
             .args(["-a", "127.0.0.1", "-p", "-1", "-js", "-sd"])
             .arg(&store)
@@ -44,19 +83,22 @@ impl NatsServer {
             .spawn();
         let mut child = match spawned {
             Ok(child) => child,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
+            Err(e) => {
                 let _ = std::fs::remove_dir_all(&store);
-                eprintln!(
-                    "skipped: nats-server is not installed (apt-get install nats-server; \
-                     {REQUIRE_ENV}=require makes this a failure)"
-                );
-                return None;
+                return Err(if e.kind() == std::io::ErrorKind::NotFound {
+                    NatsStartError::NotInstalled
+                } else {
+                    NatsStartError::Failed(format!("nats-server could not start: {e}"))
+                });
             }
-            Err(e) => panic!("nats-server could not start: {e}"),
         };
         // The server logs to stderr: its port, then that it is ready. Read until then; keep
         // draining afterwards so that the pipe never fills.
-        let stderr = child.stderr.take().unwrap();
+        let Some(stderr) = child.stderr.take() else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(NatsStartError::Failed("no stderr pipe".into()));
+        };
         let mut lines = BufReader::new(stderr).lines();
         let mut port = None;
         let mut log = String::new();
@@ -74,10 +116,13 @@ impl NatsServer {
         let Some(port) = port else {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("nats-server did not report its port:\n{log}");
+            let _ = std::fs::remove_dir_all(&store);
+            return Err(NatsStartError::Failed(format!(
+                "nats-server did not report its port:\n{log}"
+            )));
         };
         std::thread::spawn(move || for _ in lines {});
-        Some(NatsServer { child, port, store })
+        Ok(NatsServer { child, port, store })
     }
 
     /// The server's port on 127.0.0.1.
