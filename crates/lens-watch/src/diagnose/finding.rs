@@ -246,34 +246,60 @@ lost by its exporter)",
     }
 }
 
-pub(super) fn lost_context(client: &Candidate, server: &Candidate) -> Finding {
-    let why = match &server.cause {
-        Some(NewRootCause::NoTraceparent) => format!(
-            "{} received no traceparent: make {} inject the context (or instrument its HTTP/gRPC \
-client)",
-            server.service, client.service
+/// What to fix on a lost hop from `from` to `to`, by the cause `to` recorded; over a queue
+/// when `queue` (the context travels in the message's headers).
+fn advice(from: &str, to: &str, cause: Option<&NewRootCause>, queue: bool) -> String {
+    let (received, carrier) = if queue {
+        (
+            "found no traceparent in the message",
+            "into the message's headers (or attributes)",
+        )
+    } else {
+        (
+            "received no traceparent",
+            "(or instrument its HTTP/gRPC client)",
+        )
+    };
+    match cause {
+        Some(NewRootCause::NoTraceparent) => {
+            format!("{to} {received}: make {from} inject the context {carrier}")
+        }
+        Some(NewRootCause::Rejected(anchor)) if queue => format!(
+            "{to} rejected the traceparent in the message (rule {anchor} of \
+docs/propagation-rules.md): fix what {from} writes into the message's headers"
         ),
         Some(NewRootCause::Rejected(anchor)) => format!(
-            "{} rejected the traceparent it received (rule {anchor} of \
-docs/propagation-rules.md): fix what {} or a proxy between them sends",
-            server.service, client.service
+            "{to} rejected the traceparent it received (rule {anchor} of \
+docs/propagation-rules.md): fix what {from} or a proxy between them sends"
         ),
         Some(NewRootCause::UntrustedIgnored) => format!(
-            "{}'s trust policy ignored the context from {}: trust that caller, or link \
+            "{to}'s trust policy ignored the context from {from}: trust that {}, or link \
 (docs/propagation-rules.md#trust)",
-            server.service, client.service
+            if queue { "destination" } else { "caller" }
         ),
-        Some(NewRootCause::UntrustedLinked | NewRootCause::Linked) | None => format!(
-            "check that {} injects traceparent and that {} extracts it",
-            client.service, server.service
+        Some(NewRootCause::UntrustedLinked | NewRootCause::Linked) | None if queue => format!(
+            "make {from} inject the context into the message's headers, and {to} extract it from \
+them"
         ),
-    };
-    Finding {
-        rule: Rule::LostContext,
-        trace_ids: vec![client.trace_id, server.trace_id],
-        span_ids: vec![client.span_id, server.span_id],
-        services: vec![client.service.to_string(), server.service.to_string()],
-        message: format!(
+        Some(NewRootCause::UntrustedLinked | NewRootCause::Linked) | None => {
+            format!("check that {from} injects traceparent and that {to} extracts it")
+        }
+    }
+}
+
+/// `lost-context` on a request: `client`'s span got no child, and `server` started a new trace
+/// for the same request.
+pub(super) fn lost_context(client: &Candidate, server: &Candidate) -> Finding {
+    let why = advice(
+        &client.service,
+        &server.service,
+        server.cause.as_ref(),
+        false,
+    );
+    lost(
+        client,
+        server,
+        format!(
             "context lost on {} -> {}: client span {} (trace {}) has no child, and {} started \
 trace {} for the same request; {why}",
             client.service,
@@ -283,39 +309,22 @@ trace {} for the same request; {why}",
             server.service,
             server.trace_id
         ),
-    }
+    )
 }
 
 /// `lost-context` over a queue: `producer`'s message went without its context, and
 /// `consumer` started a new trace for it.
 pub(super) fn lost_message_context(producer: &Candidate, consumer: &Candidate) -> Finding {
-    let why = match &consumer.cause {
-        Some(NewRootCause::NoTraceparent) => format!(
-            "{} found no traceparent in the message: make {} inject the context into the \
-message's headers (or attributes)",
-            consumer.service, producer.service
-        ),
-        Some(NewRootCause::Rejected(anchor)) => format!(
-            "{} rejected the traceparent in the message (rule {anchor} of \
-docs/propagation-rules.md): fix what {} writes into the message's headers",
-            consumer.service, producer.service
-        ),
-        Some(NewRootCause::UntrustedIgnored) => format!(
-            "{}'s trust policy ignored the context from {}: trust that destination, or link \
-(docs/propagation-rules.md#trust)",
-            consumer.service, producer.service
-        ),
-        Some(NewRootCause::UntrustedLinked | NewRootCause::Linked) | None => format!(
-            "make {} inject the context into the message's headers, and {} extract it from them",
-            producer.service, consumer.service
-        ),
-    };
-    Finding {
-        rule: Rule::LostContext,
-        trace_ids: vec![producer.trace_id, consumer.trace_id],
-        span_ids: vec![producer.span_id, consumer.span_id],
-        services: vec![producer.service.to_string(), consumer.service.to_string()],
-        message: format!(
+    let why = advice(
+        &producer.service,
+        &consumer.service,
+        consumer.cause.as_ref(),
+        true,
+    );
+    lost(
+        producer,
+        consumer,
+        format!(
             "context lost on {} -> {} over a queue: producer span {} (trace {}) has no consumer, \
 and {} started trace {} for a message from the same destination; {why}",
             producer.service,
@@ -325,6 +334,16 @@ and {} started trace {} for a message from the same destination; {why}",
             consumer.service,
             consumer.trace_id
         ),
+    )
+}
+
+fn lost(from: &Candidate, to: &Candidate, message: String) -> Finding {
+    Finding {
+        rule: Rule::LostContext,
+        trace_ids: vec![from.trace_id, to.trace_id],
+        span_ids: vec![from.span_id, to.span_id],
+        services: vec![from.service.to_string(), to.service.to_string()],
+        message,
     }
 }
 
