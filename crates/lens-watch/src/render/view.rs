@@ -1,7 +1,7 @@
 //! What a renderer is given: one trace with everything resolved ([`TraceView`]), and the line
 //! outputs of a terminal ([`Output`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use super::{HopNames, Layout, Summary, layout};
@@ -29,18 +29,21 @@ impl<'a> TraceView<'a> {
         names: HopNames<'a>,
     ) -> Self {
         let mut targets: HashMap<(TraceId, SpanId), &'a Span> = HashMap::new();
-        let wanted = |t: TraceId, s: SpanId| {
-            spans
-                .iter()
-                .flat_map(|span| &span.links)
-                .any(|l| l.trace_id == t && l.span_id == s)
-        };
         for span in spans {
             targets.insert((span.trace_id, span.span_id), span);
         }
-        for span in others {
-            if span.trace_id != trace_id && wanted(span.trace_id, span.span_id) {
-                targets.entry((span.trace_id, span.span_id)).or_insert(span);
+        // Only the spans of other traces that a link names are kept.
+        let wanted: HashSet<(TraceId, SpanId)> = spans
+            .iter()
+            .flat_map(|span| &span.links)
+            .filter(|l| l.trace_id != trace_id)
+            .map(|l| (l.trace_id, l.span_id))
+            .collect();
+        if !wanted.is_empty() {
+            for span in others {
+                if wanted.contains(&(span.trace_id, span.span_id)) {
+                    targets.entry((span.trace_id, span.span_id)).or_insert(span);
+                }
             }
         }
         TraceView {
