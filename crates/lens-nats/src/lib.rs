@@ -68,6 +68,8 @@ pub use consume::{
     Consumer, NatsMessage, Processing, ReceivedBatch, TracedMessages, TracedSubscriber,
 };
 pub use error::ReceiveError;
+pub use lens_span::FilterDecision;
+pub use lens_span::classify::{Classify, Failure, Outcome};
 pub use lens_span::messaging::{ConsumerParent, DestinationPolicy, OperationStatus, OperationType};
 pub use publish::{Producer, TracedClient, TracedJetStream};
 

@@ -1,6 +1,7 @@
 //! The table of request durations per hop that `lens demo` prints after the waterfall, read
 //! from the histograms the adapters recorded (lens-reqwest and lens-tonic's client on the
-//! calling side, lens-axum and lens-tonic's server on the called side), not timed here.
+//! calling side, lens-axum and lens-tonic's server on the called side; for the queue hop,
+//! lens-nats's send and process durations), not timed here.
 
 use std::time::Duration;
 
@@ -22,6 +23,10 @@ const SERVER: [&str; 3] = [
     "rpc.server.call.duration",
     "rpc.server.duration",
 ];
+
+/// The queue hop's: the trainer's `send` operations, and the worker's processing.
+const SEND: [&str; 1] = ["messaging.client.operation.duration"];
+const PROCESS: [&str; 1] = ["messaging.process.duration"];
 
 /// One histogram, all its series (status codes, ...) together.
 #[derive(Clone, Debug, PartialEq)]
@@ -105,17 +110,25 @@ pub(crate) struct Row {
     pub(crate) server: Option<Recorded>,
 }
 
-/// A row for each hop of the demo that records request durations on both sides.
+/// A row for each hop of the demo that records request durations on both sides (the queue
+/// hop only when it ran: with `--nats`).
 pub(crate) fn rows(metrics: &[ResourceMetrics]) -> Vec<Row> {
     Hop::ALL
         .iter()
-        .map(|hop| {
+        .filter_map(|hop| {
             let (from, to) = hop.services();
-            Row {
+            let (client, server) = if hop.needs_nats() {
+                (&SEND[..], &PROCESS[..])
+            } else {
+                (&CLIENT[..], &SERVER[..])
+            };
+            let row = Row {
                 hop: *hop,
-                client: recorded(metrics, from, &CLIENT),
-                server: recorded(metrics, to, &SERVER),
-            }
+                client: recorded(metrics, from, client),
+                server: recorded(metrics, to, server),
+            };
+            let ran = !hop.needs_nats() || row.client.is_some() || row.server.is_some();
+            ran.then_some(row)
         })
         .collect()
 }

@@ -11,6 +11,7 @@
 //! * [`durations`]: the request durations per hop, read from the histograms the adapters
 //!   recorded (each service has a meter provider beside its tracer provider).
 //! * [`otlp`]: `--otlp URL`, the spans and metrics sent to a collector with opentelemetry-otlp.
+//! * [`queue`]: `--nats URL`, the trainer's rollout jobs to the rollout worker over NATS.
 #![forbid(unsafe_code)]
 
 use std::io::{IsTerminal as _, Write as _};
@@ -26,6 +27,7 @@ use opentelemetry::trace::TraceId;
 pub(crate) mod collect;
 mod durations;
 mod otlp;
+mod queue;
 mod sdk;
 mod topology;
 mod training;
@@ -82,8 +84,10 @@ use topology::{Demo, DemoError, Hop};
 through reqwest), a tonic trainer (called over gRPC) that dispatches a Ray-style remote call and \
 runs a training step over 4 pipeline ranks (threads: the step's context broadcast to every rank, \
 activations handed stage to stage with NCCL context frames, each stage's span linked to the \
-previous one). Sends a request through them and prints every span of its trace as a waterfall, then what \
-the propagation doctor finds in it (nothing, unless --break sends a hop without context).",
+previous one). With --nats, the trainer also publishes a rollout job per step to a nats-server \
+that the rollout worker consumes (lens-nats on both sides). Sends a request through them and prints \
+every span of its trace as a waterfall, then what the propagation doctor finds in it (nothing, \
+unless --break sends a hop without context).",
     mut_arg("json", |a| a.help("Print the spans as JSON (an array) instead of the waterfall")),
     after_help = "Environment: OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT \
 names a collector when --otlp is not given; OTEL_EXPORTER_OTLP_PROTOCOL (grpc or http/protobuf, \
@@ -136,9 +140,16 @@ pub(crate) struct Args {
     otlp_timeout: Option<Duration>,
 
     /// Send HOP without trace context (its client records its span but injects nothing) and
-    /// print the doctor's finding: lens-demo->gateway, gateway->planner or planner->trainer
+    /// print the doctor's finding: lens-demo->gateway, gateway->planner, planner->trainer, or
+    /// with --nats the queue hop trainer->rollout.jobs
     #[arg(long = "break", value_name = "HOP", value_parser = hop)]
     break_hop: Option<Hop>,
+
+    /// Add a queue hop through the nats-server at URL (`nats://host:4222`, which you run, e.g.
+    /// `nats-server`): the trainer publishes a rollout job per step (subject
+    /// `rollout.jobs.<run>`) that the rollout worker consumes, both through lens-nats
+    #[arg(long, value_name = "URL", value_parser = nats_url)]
+    nats: Option<String>,
 
     #[command(flatten)]
     color: ColourFlag,
@@ -158,6 +169,24 @@ fn hop(value: &str) -> Result<Hop, String> {
         }
         message
     })
+}
+
+/// `--nats`: `nats://host[:port]`, `host[:port]` (no other scheme: the demo's client has no
+/// TLS or websocket server in mind).
+fn nats_url(value: &str) -> Result<String, String> {
+    let rest = value.strip_prefix("nats://").unwrap_or(value);
+    let uri: Option<http::uri::Authority> = rest.parse().ok();
+    // `Authority` takes any text after the colon: the port must be a number.
+    let port_ok = match rest.rsplit_once(':') {
+        Some((_, port)) if !rest.ends_with(']') => port.parse::<u16>().is_ok(),
+        _ => true,
+    };
+    match uri {
+        Some(authority) if !authority.host().is_empty() && !rest.contains('/') && port_ok => {
+            Ok(value.to_owned())
+        }
+        _ => Err("expected a nats-server address, e.g. nats://127.0.0.1:4222".to_owned()),
+    }
 }
 
 /// The largest `--requests` and `--concurrency`.
@@ -205,6 +234,8 @@ struct Options {
     colour: Colour,
     /// `--break`: the hop sent without context.
     broken: Option<Hop>,
+    /// `--nats`: the nats-server of the queue hop.
+    nats: Option<String>,
 }
 
 /// Runs `lens demo`.
@@ -221,6 +252,18 @@ pub(crate) fn main(args: Args) -> ExitCode {
             }
         },
     };
+    if let Some(hop) = args.break_hop
+        && hop.needs_nats()
+        && args.nats.is_none()
+    {
+        return usage_error(
+            "demo",
+            format!(
+                "the hop {} is the demo's queue hop: it needs --nats URL (a nats-server you run)",
+                hop.name()
+            ),
+        );
+    }
     let options = Options {
         json: args.json.json,
         html,
@@ -231,6 +274,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
         otlp_timeout: args.otlp_timeout,
         colour: args.color.color,
         broken: args.break_hop,
+        nats: args.nats,
     };
     let Some(runtime) = runtime() else {
         return ExitCode::FAILURE;
@@ -263,7 +307,17 @@ fn progress_bar(requests: usize) -> ProgressBar {
 /// complete.
 async fn run(options: &Options) -> bool {
     let collector = Collector::default();
-    let demo = match Demo::start(&collector, options.broken).await {
+    let nats = match &options.nats {
+        Some(url) => match queue::connect(url).await {
+            Ok(client) => Some(client),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return false;
+            }
+        },
+        None => None,
+    };
+    let demo = match Demo::start(&collector, options.broken, nats.as_ref()).await {
         Ok(demo) => Arc::new(demo),
         Err(e) => {
             eprintln!("error: {e}");
@@ -278,9 +332,11 @@ async fn run(options: &Options) -> bool {
         eprintln!("error: request {n}: {e}");
     }
 
-    // Servers end their spans once the response has gone out: wait for the last ones.
+    // Servers end their spans once the response has gone out, and the rollout worker its
+    // `process` span once it has handled the job: wait for the last ones.
+    let jobs = if nats.is_some() { trace_ids.len() } else { 0 };
     let (spans, all_complete) =
-        collector.wait_until(SPAN_WAIT, |spans| complete(spans, &trace_ids));
+        collector.wait_until(SPAN_WAIT, |spans| complete(spans, &trace_ids, jobs));
     demo.flush();
     let mut ok = failures.is_empty() && all_complete;
 
@@ -451,9 +507,17 @@ async fn send_all(
     (trace_ids, failures)
 }
 
-/// Every trace in `ids` is present, and every trace held is complete (one root, every parent
-/// present): with a broken hop, the trace the called service started is not in `ids`.
-fn complete(spans: &[CollectedSpan], ids: &[TraceId]) -> bool {
+/// Every trace in `ids` is present, every trace held is complete (one root, every parent
+/// present: with a broken hop, the trace the called service started is not in `ids`), and
+/// `jobs` rollout jobs were processed.
+fn complete(spans: &[CollectedSpan], ids: &[TraceId], jobs: usize) -> bool {
+    let processed = spans
+        .iter()
+        .filter(|s| s.data.span_kind == opentelemetry::trace::SpanKind::Consumer)
+        .count();
+    if processed < jobs {
+        return false;
+    }
     let (session, done) = session(spans);
     let traces = views(&session, &done);
     traces.iter().all(|t| t.summary().is_complete())
@@ -488,15 +552,40 @@ mod tests {
             assert_eq!(hop(&h.name()), Ok(h));
         }
         assert_eq!(hop("gateway -> planner"), Ok(Hop::GatewayToPlanner));
+        assert_eq!(hop("trainer->rollout.jobs"), Ok(Hop::TrainerToRolloutJobs));
         for bad in ["planner->gateway", "gateway", "", "trainer->rollout-worker"] {
             let e = hop(bad).unwrap_err();
             assert!(
-                e.contains("lens-demo->gateway, gateway->planner, planner->trainer"),
+                e.contains(
+                    "lens-demo->gateway, gateway->planner, planner->trainer, trainer->rollout.jobs"
+                ),
                 "{e}"
             );
             assert!(!e.contains("quote"), "{e}");
         }
         assert!(hop("gateway-").unwrap_err().contains("quote"));
+    }
+
+    #[test]
+    fn nats_urls_are_a_host_and_port_with_or_without_the_scheme() {
+        for good in [
+            "nats://127.0.0.1:4222",
+            "localhost:4222",
+            "nats://broker",
+            "[::1]:4222",
+        ] {
+            assert_eq!(nats_url(good).as_deref(), Ok(good), "{good}");
+        }
+        for bad in [
+            "",
+            "nats://",
+            "tls://h:4222",
+            "http://h:4222",
+            "nats://h:4222/x",
+            "h:x",
+        ] {
+            assert!(nats_url(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

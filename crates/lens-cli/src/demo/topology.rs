@@ -5,6 +5,7 @@
 //!   trainer ──remote call (`_otel_carrier`)──▶ rollout-worker
 //!   trainer ──train_step: broadcast to 4 ranks──▶ trainer-rank-0..3
 //!   rank 0 ──activations + context frame──▶ rank 1 ──▶ rank 2 ──▶ rank 3
+//!   trainer ──NATS `rollout.jobs.<run>` (with --nats)──▶ rollout-worker
 //! ```
 //!
 //! Each service has its own tracer provider (its own `service.name`); all export into one
@@ -38,6 +39,7 @@ use tonic::transport::{Channel, Endpoint};
 use tower_layer::Layer as _;
 
 use super::collect::{Collector, Service};
+use super::queue::{ROLLOUT_JOBS, RolloutJobs};
 use super::training::{remote_generate, train_step};
 use crate::hops::BROADCAST_SCOPE;
 
@@ -51,11 +53,11 @@ const STEP_PATH: &str = "/lens.demo.Trainer/Step";
 /// Size of the activations handed from stage to stage.
 pub(super) const ACTIVATIONS: usize = 4096;
 
-/// A hop of the demo that `lens demo --break HOP` sends without context: a client span
-/// (lens-reqwest's, lens-tonic's) whose request goes out with no `traceparent`, as from a
-/// client that records spans but does not inject. The other hops (the remote call, the
-/// broadcast, the pipeline's links) carry their context in the payload, with no client span for
-/// the doctor to pair a new root with.
+/// A hop of the demo that `lens demo --break HOP` sends without context: a client or producer
+/// span (lens-reqwest's, lens-tonic's, lens-nats's) whose request or message goes out with no
+/// `traceparent`, as from a client that records spans but does not inject. The other hops (the
+/// remote call, the broadcast, the pipeline's links) carry their context in the payload, with no
+/// client span for the doctor to pair a new root with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Hop {
     /// The driver's reqwest call to the gateway (HTTP).
@@ -64,28 +66,45 @@ pub(crate) enum Hop {
     GatewayToPlanner,
     /// The planner's gRPC call to the trainer (tonic).
     PlannerToTrainer,
+    /// The trainer's rollout job to the rollout worker over NATS (`--nats` only).
+    TrainerToRolloutJobs,
 }
 
 impl Hop {
     /// Every hop that can be broken, in the order a request crosses them.
-    pub(crate) const ALL: [Hop; 3] = [
+    pub(crate) const ALL: [Hop; 4] = [
         Hop::DemoToGateway,
         Hop::GatewayToPlanner,
         Hop::PlannerToTrainer,
+        Hop::TrainerToRolloutJobs,
     ];
 
-    /// The calling and the called service.
-    pub(crate) fn services(self) -> (&'static str, &'static str) {
+    /// The sending service and what it sends to: the called service, or the queue.
+    pub(crate) fn ends(self) -> (&'static str, &'static str) {
         match self {
             Hop::DemoToGateway => ("lens-demo", "gateway"),
             Hop::GatewayToPlanner => ("gateway", "planner"),
             Hop::PlannerToTrainer => ("planner", "trainer"),
+            Hop::TrainerToRolloutJobs => ("trainer", ROLLOUT_JOBS),
         }
+    }
+
+    /// The sending and the receiving service.
+    pub(crate) fn services(self) -> (&'static str, &'static str) {
+        match self {
+            Hop::TrainerToRolloutJobs => ("trainer", "rollout-worker"),
+            other => other.ends(),
+        }
+    }
+
+    /// Whether the hop exists only with `--nats`.
+    pub(crate) fn needs_nats(self) -> bool {
+        self == Hop::TrainerToRolloutJobs
     }
 
     /// `from->to`, as `--break` takes it.
     pub(crate) fn name(self) -> String {
-        let (from, to) = self.services();
+        let (from, to) = self.ends();
         format!("{from}->{to}")
     }
 
@@ -94,7 +113,7 @@ impl Hop {
         let (from, to) = value.split_once("->")?;
         Hop::ALL
             .into_iter()
-            .find(|hop| hop.services() == (from.trim(), to.trim()))
+            .find(|hop| hop.ends() == (from.trim(), to.trim()))
     }
 
     /// The client filter of the calling side: a span for every request, context injected
@@ -131,6 +150,9 @@ pub(crate) enum DemoError {
     /// The gRPC channel to the trainer could not be set up.
     #[error("gRPC channel: {0}")]
     Channel(String),
+    /// The trainer could not publish its rollout job, or the worker could not subscribe.
+    #[error("NATS: {0}")]
+    Nats(String),
     /// A pipeline rank failed.
     #[error("pipeline rank {rank}: {message}")]
     Rank {
@@ -182,10 +204,12 @@ pub(crate) struct Demo {
 
 impl Demo {
     /// Starts every service on 127.0.0.1 (port 0) and returns once they listen; the `broken`
-    /// hop's client sends no context.
+    /// hop's client sends no context. With `nats`, the trainer also publishes a rollout job
+    /// per step that the rollout worker consumes.
     pub(crate) async fn start(
         collector: &Collector,
         broken: Option<Hop>,
+        nats: Option<&async_nats::Client>,
     ) -> Result<Demo, DemoError> {
         let driver = Service::new(collector, "lens-demo");
         let gateway = Service::new(collector, "gateway");
@@ -196,6 +220,11 @@ impl Demo {
             .map(|r| Service::new(collector, &format!("trainer-rank-{r}")))
             .collect();
 
+        let rollout_jobs = match nats {
+            Some(client) => Some(RolloutJobs::start(client, &trainer, &worker, broken).await?),
+            None => None,
+        };
+
         // trainer: tonic server with the lens server layer.
         let trainer_addr = serve_trainer(
             Trainer {
@@ -203,6 +232,7 @@ impl Demo {
                     trainer: trainer.tracer("trainer"),
                     worker: worker.tracer(lens_tonic::RAY_TRACER_NAME),
                     ranks: ranks.iter().map(|r| r.tracer(BROADCAST_SCOPE)).collect(),
+                    rollout_jobs,
                 },
             },
             trainer.tracer(lens_tonic::TRACER_NAME),
@@ -428,6 +458,8 @@ pub(super) struct StepContext {
     pub(super) trainer: SdkTracer,
     pub(super) worker: SdkTracer,
     pub(super) ranks: Vec<SdkTracer>,
+    /// With `--nats`: where the trainer publishes a rollout job after each step.
+    pub(super) rollout_jobs: Option<RolloutJobs>,
 }
 
 #[derive(Clone)]
@@ -484,8 +516,14 @@ impl UnaryService<StepRequest> for Step {
         let tracers = self.tracers.clone();
         let prompt = request.into_inner().prompt;
         Box::pin(async move {
+            let job = tracers.rollout_jobs.as_ref().map(|_| prompt.clone());
             let tokens = remote_generate(&tracers.worker, &cx, prompt).await?;
             let loss = train_step(&tracers, &cx, tokens).await?;
+            if let (Some(jobs), Some(job)) = (&tracers.rollout_jobs, job) {
+                jobs.publish(&cx, &job)
+                    .await
+                    .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+            }
             Ok(tonic::Response::new(StepReply { loss, tokens }))
         })
     }
