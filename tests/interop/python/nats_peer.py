@@ -1,6 +1,9 @@
 """The Python NATS peer of the interop run: nats-py with NeMo Lens's inject_context / extract_context.
 
-    python nats_peer.py nats://127.0.0.1:PORT
+    python nats_peer.py nats://127.0.0.1:PORT [--otlp-protocol grpc|http/protobuf --otlp-endpoint URL]
+
+With the OTLP options (the `doctor` scenario), every span also goes, as it ends, to that OTLP
+receiver (a running `lens watch`) through the SDK's own exporter.
 
 NeMo Lens has no NATS helper; its page on context propagation tells users to carry the context
 in the message's headers, which is what this script does, by hand, as a NeMo Lens user would:
@@ -20,11 +23,13 @@ of its own, with the context injected), makes a pull consumer `py-worker` on the
 
 Then reads one JSON request per line on standard input and answers one JSON line:
   {"op": "publish", "mode": "core" | "request" | "jetstream", "subject": S, "parent": DESC,
-   "payload": TEXT}
+   "payload": TEXT, "inject": true | false}
       -> {"producer": DESC, "headers": {...}, "reply": {"payload": ..., "headers": {...}},
           "sequence": N}: with `parent` current (common.build_context), inside a PRODUCER span
          `send S`, headers from `inject_context`, the message sent (a request waits for its
-         reply; a JetStream publish for its ack, whose sequence is returned)
+         reply; a JetStream publish for its ack, whose sequence is returned). With
+         `"inject": false` (default true), a publisher that records its span but does not
+         inject: the message goes with a header of its own and no trace context
   {"op": "next", "queue": "core" | "svc"}
       -> {"consumer": DESC, "headers": {...}, "subject": S}: what the handler of the next core
          message (or request) saw inside its CONSUMER span, and the headers that arrived
@@ -133,7 +138,10 @@ class Peer:
                 attributes=messaging_attributes("send", subject),
             ) as span:
                 headers: dict = {}
-                inject_context(headers)
+                if request.get("inject", True):
+                    inject_context(headers)
+                else:
+                    headers["x-job-kind"] = "rollout"
                 answer["producer"] = common.describe()
                 answer["headers"] = dict(headers)
                 if mode == "core":
@@ -178,8 +186,8 @@ class Peer:
         }
 
 
-async def main(url: str) -> int:
-    handle, exporter = common.setup("lens-interop-nats")
+async def main(url: str, otlp_protocol: str | None, otlp_endpoint: str | None) -> int:
+    handle, exporter = common.setup("lens-interop-nats", otlp_protocol, otlp_endpoint)
     nc = await nats.connect(url, connect_timeout=TIMEOUT_S, allow_reconnect=False)
     peer = Peer(nc)
     await peer.start()
@@ -215,4 +223,11 @@ async def main(url: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main(sys.argv[1])))
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("url")
+    parser.add_argument("--otlp-protocol")
+    parser.add_argument("--otlp-endpoint")
+    args = parser.parse_args()
+    sys.exit(asyncio.run(main(args.url, args.otlp_protocol, args.otlp_endpoint)))

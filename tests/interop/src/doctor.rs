@@ -14,10 +14,15 @@
 //!    `InboundPolicy::link_all()`, which starts a new trace linked to the client span
 //!    (`untrusted:linked`).
 //!
-//! Checked on the JSON lines of `lens check --json` over the saved file: exactly one
-//! `lost-context` (error, hop 3: both traces, spans and services, and the "received no
-//! traceparent" cause), exactly one `untrusted-linked` (info, hop 4), no other finding, exit 1;
-//! `--quiet` leaves the info out and still exits 1; `lens watch` reported the same two live.
+//! 5.–8. over a queue (NATS, [`doctor_queue`]): healthy Python -> Rust and Rust -> Python, a
+//!    Python publisher that does not inject, and a lens consumer that links.
+//!
+//! Checked on the JSON lines of `lens check --json` over the saved file: exactly two
+//! `lost-context` (error: hop 3 with the "received no traceparent" cause, and hop 7 over the
+//! queue with "found no traceparent in the message"; each naming both traces, spans and
+//! services), exactly one `untrusted-linked` (info, hop 4), no other finding, exit 1; the
+//! linked consumer's trace says which span it continues; the healthy queue hops are one trace
+//! each; `--quiet` leaves the info out and still exits 1; `lens watch` reported the same live.
 
 use std::path::Path;
 
@@ -30,6 +35,7 @@ use serde_json::{Value, json};
 
 use crate::check::Checks;
 use crate::describe::seen;
+use crate::doctor_queue::{self, PYTHON_NATS_SERVICE};
 use crate::error::{Error, Result};
 use crate::http::{
     self, Direction, OtlpTargets, PythonService, REQUEST_TIMEOUT, RUST_SERVICE, post_json,
@@ -155,28 +161,27 @@ fn findings(lines: &[Value]) -> Vec<&Value> {
         .collect()
 }
 
-/// The one finding of `rule` (a failed check otherwise), checked to have `severity` and its
-/// section of docs/doctor.md.
+/// The one finding of `rule` between the services `from` and `to` (a failed check otherwise),
+/// checked to have `severity` and its section of docs/doctor.md.
 fn one_finding<'a>(
     checks: &mut Checks,
     found: &[&'a Value],
     rule: &str,
     severity: &str,
+    (from, to): (&str, &str),
 ) -> Option<&'a Value> {
     let of_rule: Vec<&Value> = found
         .iter()
         .copied()
-        .filter(|f| f["finding"] == rule)
+        .filter(|f| f["finding"] == rule && f["services"] == json!([from, to]))
         .collect();
+    let label = format!("lens check: exactly one {rule} from {from} to {to}");
     let [finding] = of_rule[..] else {
-        checks.fail(
-            &format!("lens check: exactly one {rule}"),
-            format!("{of_rule:?}"),
-        );
+        checks.fail(&label, format!("{of_rule:?} of {found:?}"));
         return None;
     };
     checks.eq(
-        &format!("lens check: one {rule}, severity and doc"),
+        &format!("{label}: severity and doc"),
         &(finding["severity"].as_str(), finding["doc"].as_str()),
         &(
             Some(severity),
@@ -186,7 +191,8 @@ fn one_finding<'a>(
     Some(finding)
 }
 
-/// `finding` names `hop`'s client and server: their traces, spans and services, in that order.
+/// `finding` names `hop`'s client and server (or producer and consumer): their traces and
+/// spans, in that order.
 fn names_hop(
     checks: &mut Checks,
     label: &str,
@@ -221,11 +227,6 @@ fn names_hop(
         &ids("span_ids"),
         &both(|s| &s.span_id),
     );
-    checks.eq(
-        &format!("{label}: services"),
-        &ids("services"),
-        &vec![PYTHON_SERVICE.to_owned(), RUST_SERVICE.to_owned()],
-    );
 }
 
 pub(crate) async fn run(
@@ -259,13 +260,20 @@ pub(crate) async fn run(
     let broken = breaks(python, scripts, out, &otlp, checks).await?;
     all.extend(broken.all.iter().cloned());
     checks.spans += broken.all.len();
+    // Hops 5 to 8, over a queue.
+    let queue_dir = out.join("nats");
+    std::fs::create_dir_all(&queue_dir)
+        .map_err(Error::io(format!("creating {}", queue_dir.display())))?;
+    let queue = doctor_queue::run(python, scripts, &queue_dir, &otlp, checks).await?;
+    all.extend(queue.all.iter().cloned());
+    checks.spans += queue.all.len();
 
     // Every trace whole in lens watch (so in the saved file), and what it found live.
     let expected = trace_counts(&all);
     let mut lines = tokio::task::block_in_place(|| watch.read_until(&expected))?;
     lines.extend(watch.finish()?);
     checks.eq(
-        "lens watch shows every trace of the four hops",
+        "lens watch shows every trace of the eight hops",
         &expected.len(),
         &expected
             .iter()
@@ -281,36 +289,59 @@ pub(crate) async fn run(
     );
     let found = findings(&checked.lines);
     checks.check(
-        "lens check: no finding but one lost-context and one untrusted-linked",
-        found.len() == 2,
+        "lens check: no finding but two lost-context and one untrusted-linked",
+        found.len() == 3,
         || format!("{found:#?}"),
     );
-    let lost = one_finding(checks, &found, "lost-context", "error");
+    let http = (PYTHON_SERVICE, RUST_SERVICE);
+    let lost = one_finding(checks, &found, "lost-context", "error", http);
     if let Some(lost) = lost {
         names_hop(checks, "lost-context (hop 3)", lost, &broken.blind);
         let message = lost["message"].as_str().unwrap_or_default();
         checks.check(
             "lost-context: the message names both services and the cause",
-            message.contains(&format!("{PYTHON_SERVICE} -> {RUST_SERVICE}"))
+            message.contains(&format!("{PYTHON_SERVICE} -> {RUST_SERVICE}:"))
                 && message.contains(&format!("{RUST_SERVICE} received no traceparent")),
             || message.to_owned(),
         );
     }
-    if let Some(linked) = one_finding(checks, &found, "untrusted-linked", "info") {
+    let over_queue = (PYTHON_NATS_SERVICE, RUST_SERVICE);
+    let lost_message = one_finding(checks, &found, "lost-context", "error", over_queue);
+    if let Some(lost) = lost_message {
+        names_hop(
+            checks,
+            "lost-context over the queue (hop 7)",
+            lost,
+            &queue.blind,
+        );
+        let message = lost["message"].as_str().unwrap_or_default();
+        checks.check(
+            "lost-context over the queue: the message names both services, the queue and the cause",
+            message.contains(&format!(
+                "{PYTHON_NATS_SERVICE} -> {RUST_SERVICE} over a queue:"
+            )) && message.contains(&format!(
+                "{RUST_SERVICE} found no traceparent in the message"
+            )),
+            || message.to_owned(),
+        );
+    }
+    if let Some(linked) = one_finding(checks, &found, "untrusted-linked", "info", http) {
         names_hop(checks, "untrusted-linked (hop 4)", linked, &broken.public);
     }
+    check_queue_traces(checks, &checked.lines, &queue);
 
-    // --quiet leaves the info out; the error stays.
+    // --quiet leaves the info out; the errors stay.
     let quiet = lens_check(lens, &["--json", "--quiet"], &save)?;
     checks.eq("lens check --quiet exits 1", &quiet.code, &Some(1));
     checks.eq(
-        "lens check --quiet: the lost-context alone",
+        "lens check --quiet: the two lost-context alone",
         &findings(&quiet.lines),
-        &lost.into_iter().collect::<Vec<_>>(),
+        &lost.into_iter().chain(lost_message).collect::<Vec<_>>(),
     );
 
-    // Live, lens watch found the same two. (Not the warnings: a trace can complete there before
-    // the late export of its other half, and a missing parent is then reported and reopened.)
+    // Live, lens watch found the same three. (Not the warnings: a trace can complete there
+    // before the late export of its other half, and a missing parent is then reported and
+    // reopened.)
     let sorted = |found: Vec<&Value>| {
         let mut text: Vec<String> = found.iter().map(ToString::to_string).collect();
         text.sort();
@@ -326,4 +357,38 @@ pub(crate) async fn run(
         &sorted(found),
     );
     Ok(())
+}
+
+/// What `lens check` says of the queue hops' traces: a healthy hop is one trace holding its
+/// producer and its consumer, the consumer's parent the producer; the linked consumer's trace
+/// is continued by link from the producer's span.
+fn check_queue_traces(checks: &mut Checks, lines: &[Value], queue: &doctor_queue::QueueHops) {
+    for (label, hop) in [
+        ("queue hop 5 (python -> rust)", &queue.healthy_to_rust),
+        ("queue hop 6 (rust -> python)", &queue.healthy_to_python),
+    ] {
+        let (Some(producer), Some(consumer)) = hop else {
+            continue;
+        };
+        let spans = watch::last_trace(lines, &producer.trace_id)
+            .and_then(|t| t["spans"].as_array())
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let parent = spans
+            .iter()
+            .find(|s| s["span_id"] == consumer.span_id.as_str())
+            .map(|s| s["parent_span_id"].clone());
+        checks.eq(
+            &format!("lens check: {label} is one trace, the consumer under the producer"),
+            &parent,
+            &Some(json!(producer.span_id)),
+        );
+    }
+    if let (Some(producer), Some(consumer)) = &queue.linked {
+        checks.eq(
+            "lens check: the linked consumer's trace (hop 8) is continued by link from the producer",
+            &watch::last_trace(lines, &consumer.trace_id).map(|t| t["continued_from"].clone()),
+            &Some(json!({"trace_id": producer.trace_id, "span_id": producer.span_id})),
+        );
+    }
 }

@@ -33,9 +33,11 @@
 //! * `watch`: both HTTP scenarios again, every span of both languages also exported over OTLP
 //!   (gRPC and HTTP, each SDK's own exporter) to a running `lens watch` (`--lens PATH`): one
 //!   whole trace each in its `--json`, on its page, and from `lens check` on its `--save` file.
-//! * `doctor`: four hops into one `lens watch --save` (healthy Python -> Rust and Rust -> Python, a
-//!   Python client that sends no context to a lens server, a lens server whose policy links):
-//!   `lens check --json` on the saved file finds the one `lost-context`, the one
+//! * `doctor`: eight hops into one `lens watch --save`: over HTTP, healthy Python -> Rust and
+//!   Rust -> Python, a Python client that sends no context to a lens server, a lens server whose
+//!   policy links; over NATS (a nats-server of its own), healthy Python -> Rust and Rust ->
+//!   Python, a Python publisher that does not inject, a lens consumer that links. `lens check
+//!   --json` on the saved file finds the two `lost-context` (HTTP and queue), the one
 //!   `untrusted-linked`, and nothing else.
 //!
 //! Where docs/propagation-rules.md#differences-from-nemo-lens says lens differs, the check expects lens's documented behaviour and the
@@ -46,6 +48,7 @@
 mod check;
 mod describe;
 mod doctor;
+mod doctor_queue;
 mod error;
 mod grpc;
 mod http;

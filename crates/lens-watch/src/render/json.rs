@@ -79,13 +79,18 @@ pub fn spans(traces: &[TraceView<'_>]) -> Json {
 
 /// One trace as one JSON object: `trace_id`, `services` (in order of first appearance),
 /// `partial` (spans of it were dropped by a bound: `lost_spans` of them), `cut_short` (shown
-/// before its quiet window passed, at a stop) and `spans` in tree order. `lens watch --json`
-/// prints one a line.
+/// before its quiet window passed, at a stop), `continued_from` (`{"trace_id", "span_id"}` of
+/// the span its root links to in another trace, as a consumer that links does; else `null`)
+/// and `spans` in tree order. `lens watch --json` prints one a line.
 pub fn trace(view: &TraceView<'_>) -> Json {
     let trace = view.layout();
+    let continued_from = view.summary().continued_from.map(|(trace_id, span_id)| {
+        json!({"trace_id": trace_id.to_string(), "span_id": span_id.to_string()})
+    });
     json!({
         "trace_id": trace.trace_id.to_string(),
         "services": view.services(),
+        "continued_from": continued_from,
         "partial": trace.lost_spans > 0,
         "lost_spans": trace.lost_spans,
         "cut_short": trace.cut_short,
@@ -126,6 +131,30 @@ mod tests {
     }
 
     #[test]
+    fn a_consumer_root_that_links_out_names_the_span_it_continues() {
+        let mut consumer = crate::testing::span_at(
+            "worker",
+            "process jobs",
+            7,
+            0,
+            crate::model::SpanKind::Consumer,
+            (0, 10),
+        );
+        consumer.links.push(crate::model::Link {
+            trace_id: crate::model::TraceId([9; 16]),
+            span_id: crate::model::SpanId([3; 8]),
+            trace_state: String::new(),
+            attributes: Vec::new(),
+            flags: 0,
+        });
+        let spans = [consumer];
+        assert_eq!(
+            trace(&view(&spans))["continued_from"],
+            json!({"trace_id": "09".repeat(16), "span_id": "03".repeat(8)})
+        );
+    }
+
+    #[test]
     fn a_trace_object_names_its_services_in_order() {
         let spans = sample();
         let t = trace(&view(&spans));
@@ -138,6 +167,7 @@ mod tests {
         );
         let t = trace(&view(&spans).with_lost_spans(2));
         assert_eq!((&t["partial"], &t["lost_spans"]), (&json!(true), &json!(2)));
+        assert!(t["continued_from"].is_null());
     }
 
     #[test]
