@@ -7,9 +7,9 @@
 //! API ([`page`]). A stop ([`stop`]) drains what was accepted first.
 
 use std::fs::File;
-use std::io::{BufWriter, Write as _};
+use std::io::{BufWriter, Read as _, Seek as _, SeekFrom, Write as _};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -23,6 +23,7 @@ use lens_watch::session::{Session, SessionConfig};
 use tokio::sync::mpsc;
 
 use crate::cli::{runtime, usage_error};
+use crate::files::{self, Source};
 use crate::flags::{Bounds, ColourFlag, JsonFlag};
 use crate::hops::HOP_NAMES;
 use stop::{Signals, stop_at_once};
@@ -70,9 +71,15 @@ pub(crate) struct Args {
     #[arg(long)]
     quiet: bool,
 
-    /// Append every span received to FILE as OTLP/JSON lines (for `lens check FILE`)
+    /// Append every span received to FILE as OTLP/JSON lines (for `lens check FILE`, and
+    /// `--load FILE` next time)
     #[arg(long, value_name = "FILE")]
     save: Option<PathBuf>,
+
+    /// First show the spans of FILE (OTLP/JSON lines as --save writes them or the Collector's
+    /// file exporter does; gzip or zstd too); repeatable, and FILE may be the --save file
+    #[arg(long, value_name = "FILE", num_args = 1.., action = clap::ArgAction::Append)]
+    load: Vec<String>,
 
     /// Seconds without a new span after which a trace is complete (a late span reopens it)
     #[arg(long, value_name = "S", default_value = "2", value_parser = seconds)]
@@ -133,12 +140,49 @@ Collector may be running; stop it or pass {flag} with another address",
     Ok(listener)
 }
 
+/// Opens the --save file for appending (created if need be). A file that ends mid-line (a run
+/// killed while writing) gets a newline first, so that the lines appended are whole.
+fn open_save(path: &Path) -> std::io::Result<BufWriter<File>> {
+    let mut file = File::options()
+        .create(true)
+        .append(true)
+        .read(true)
+        .open(path)?;
+    let len = file.metadata()?.len();
+    if len > 0 {
+        let mut last = [0u8];
+        file.seek(SeekFrom::Start(len - 1))?;
+        file.read_exact(&mut last)?;
+        if last != *b"\n" {
+            file.write_all(b"\n")?;
+        }
+    }
+    Ok(BufWriter::new(file))
+}
+
+/// Opens the --load files, each once (a file given twice, or by two names, is read once);
+/// the message of a usage error when one cannot be opened.
+fn open_loads(files: &[String]) -> Result<Vec<Source>, String> {
+    let mut seen = Vec::new();
+    let mut sources = Vec::new();
+    for file in files {
+        let id = std::fs::canonicalize(file).unwrap_or_else(|_| PathBuf::from(file));
+        if seen.contains(&id) {
+            continue;
+        }
+        seen.push(id);
+        sources.push(files::open(file).map_err(|e| format!("--load: {e}"))?);
+    }
+    Ok(sources)
+}
+
 /// Runs `lens watch`.
 pub(crate) fn main(args: Args) -> ExitCode {
+    // The --save file first: `--save F --load F` on a first run finds F, empty.
     let save = match &args.save {
         None => None,
-        Some(path) => match File::options().create(true).append(true).open(path) {
-            Ok(file) => Some((path.clone(), BufWriter::new(file))),
+        Some(path) => match open_save(path) {
+            Ok(file) => Some((path.clone(), file)),
             Err(e) => {
                 return usage_error(
                     "watch",
@@ -146,6 +190,10 @@ pub(crate) fn main(args: Args) -> ExitCode {
                 );
             }
         },
+    };
+    let sources = match open_loads(&args.load) {
+        Ok(sources) => sources,
+        Err(message) => return usage_error("watch", message),
     };
     let grpc = match bind(args.grpc, "--grpc") {
         Ok(l) => l,
@@ -180,7 +228,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
     };
     config.quiet = args.quiet;
     config.hop_names = HOP_NAMES;
-    let code = runtime.block_on(run(grpc, http, config, output, save));
+    let code = runtime.block_on(run(grpc, http, config, output, save, sources));
     runtime.shutdown_timeout(Duration::from_millis(100));
     code
 }
@@ -201,6 +249,7 @@ async fn run(
     config: SessionConfig,
     output: Output,
     mut save: Save,
+    sources: Vec<Source>,
 ) -> ExitCode {
     let (grpc, http) = match (
         tokio::net::TcpListener::from_std(grpc),
@@ -227,7 +276,11 @@ async fn run(
         }
     };
     let max_traces = config.assemble.max_traces;
-    let store = Store(Arc::new(Mutex::new(Session::new(config))));
+    // The files are read whole before the servers start: the spans received from now on (and
+    // appended to --save, which may be one of them) are not read back.
+    let mut session = Session::new(config);
+    let loaded = load(sources, &mut session);
+    let store = Store(Arc::new(Mutex::new(session)));
     let (sender, mut batches) = mpsc::channel::<Batch>(CHANNEL);
     // The servers run until everything accepted has been saved and shown, answering
     // "unavailable" (retryable) once the channel is closed, then stop gracefully.
@@ -257,6 +310,13 @@ async fn run(
     let mut terminal = Terminal::new(store.clone(), output, max_traces);
     let mut saved: u64 = 0;
     let mut code = ExitCode::SUCCESS;
+    if loaded > 0 {
+        // What the files held is shown first, each trace complete as the file left it.
+        let done = store.lock().flush_by_start();
+        if let Err(code) = terminal.show(&done, false) {
+            return code;
+        }
+    }
     let ended = loop {
         let deadline = store.lock().next_deadline();
         let sleep = async {
@@ -354,8 +414,13 @@ assembled, then every trace still open; {} again stops at once",
         .unwrap_or_else(PoisonError::into_inner)
         .is_some()
         .then_some(saved);
+    let loaded = if loaded > 0 {
+        format!(" ({loaded} of the spans received were loaded by --load, not saved again)")
+    } else {
+        String::new()
+    };
     eprintln!(
-        "lens watch: stopped ({first}): {}",
+        "lens watch: stopped ({first}): {}{loaded}",
         stats.spans.account(saved)
     );
     let _ = stop_servers.send(true);
@@ -366,6 +431,26 @@ assembled, then every trace still open; {} again stops at once",
     })
     .await;
     code
+}
+
+/// Reads the --load files into `session`, saying on standard error how many spans each gave
+/// (and, where one stopped early, one warning naming the line and what was wrong with it); the
+/// spans loaded in all.
+fn load(sources: Vec<Source>, session: &mut Session) -> u64 {
+    let now = Instant::now();
+    let mut spans = 0;
+    for source in sources {
+        let read = source.read_into(session, now);
+        spans += read.spans;
+        match read.stopped {
+            None => eprintln!("lens watch: loaded {} spans from {}", read.spans, read.name),
+            Some(e) => eprintln!(
+                "warning: --load {e}; loaded the {} spans before it, not the rest of {}",
+                read.spans, read.name
+            ),
+        }
+    }
+    spans
 }
 
 /// Appends `batch` to the save file (if any; a failure is said and ends the run) and gives it
