@@ -42,7 +42,8 @@ hop), 2 usage error (an invalid trace id too), an unreadable or invalid file (th
 be written (a closed pipe, as with `| head`, is not an error: the status is the findings')."
 )]
 pub(crate) struct Args {
-    /// OTLP/JSON lines files (`-` for standard input)
+    /// OTLP/JSON lines files, as --save and the Collector's file exporter write them, gzip or
+    /// zstd too (`-` for standard input)
     #[arg(value_name = "FILE", required = true)]
     files: Vec<String>,
 

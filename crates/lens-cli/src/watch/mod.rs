@@ -43,16 +43,24 @@ span for --quiet-for seconds: its waterfall (or with --json one JSON object a li
 line on standard error, each followed by the propagation doctor's findings on it \
 (docs/doctor.md: where context was lost between services and why). The page at http://ADDR/ on the HTTP port lists the traces live. Point \
 any SDK at it: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 (or :4317 with \
-OTEL_EXPORTER_OTLP_PROTOCOL=grpc); `lens demo --otlp http://127.0.0.1:4318` sends it a trace.",
+OTEL_EXPORTER_OTLP_PROTOCOL=grpc); `lens demo --otlp http://127.0.0.1:4318` sends it a trace. \
+--load FILE first shows (and counts) the traces of files as `lens check` reads them: OTLP/JSON \
+lines as --save and the Collector's file exporter write them, gzip or zstd too; a file is read up \
+to a bad or cut line, with one warning naming the line.",
     mut_arg("json", |a| a.help("Print one JSON object per completed trace (a line each) instead of the waterfall")),
-    after_help = "Ctrl-C (SIGINT) or SIGTERM stops it without losing what it acknowledged: new \
+    after_help = "--save FILE --load FILE keeps a session across restarts: what was saved before is \
+shown, what arrives now is appended to FILE, and no span is shown or written twice (the file is \
+read whole before anything is received). A --load file is read up to a bad or cut line, with one \
+warning naming it; the watch opens all the same.
+
+Ctrl-C (SIGINT) or SIGTERM stops it without losing what it acknowledged: new \
 exports are answered \"unavailable\" (exporters retry them), every batch already accepted is \
 saved (--save) and shown, traces still open are shown marked as cut short, and a last line \
 accounts for every span received. A second Ctrl-C stops at once and says how many accepted \
 spans it left unwritten.
 
 Exit status: 0 stopped (Ctrl-C or SIGTERM), 1 the --save file could not be written, 2 usage \
-error or an address that cannot be listened on, 130 (143) a second Ctrl-C (SIGTERM) stopped it \
+error, a --load file that cannot be opened or an address that cannot be listened on, 130 (143) a second Ctrl-C (SIGTERM) stopped it \
 at once."
 )]
 pub(crate) struct Args {
