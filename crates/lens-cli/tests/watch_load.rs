@@ -46,6 +46,15 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().unwrap()
 }
 
+/// One record of the Collector's file exporter with `compression: zstd`: the request compressed
+/// on its own, after its length (4 bytes, big-endian).
+fn record(request: &str) -> Vec<u8> {
+    let frame = zstd::encode_all(request.as_bytes(), 3).unwrap();
+    let mut record = (frame.len() as u32).to_be_bytes().to_vec();
+    record.extend(frame);
+    record
+}
+
 fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -75,13 +84,7 @@ fn check_reads_gzip_zstd_and_the_collectors_zstd_records_by_their_first_bytes() 
     // The Collector's file exporter with `compression: zstd`: each request compressed on its
     // own, after its length (4 bytes, big-endian); no newlines.
     let prefixed = dir.join("d.zst");
-    let mut records = Vec::new();
-    for line in &lines {
-        let frame = zstd::encode_all(line.as_bytes(), 3).unwrap();
-        records.extend((frame.len() as u32).to_be_bytes());
-        records.extend(frame);
-    }
-    std::fs::write(&prefixed, records).unwrap();
+    std::fs::write(&prefixed, [record(&lines[0]), record(&lines[1])].concat()).unwrap();
     for file in [&gz, &members, &zst, &prefixed] {
         let run = lens(&["check", "--json", path(file)]);
         assert_eq!(run.code, Some(0), "{file:?}: {}", run.stderr);
@@ -104,12 +107,12 @@ fn a_cut_or_bad_file_is_read_up_to_it_and_check_names_the_place() {
     std::fs::write(&cut_gz, &whole[..whole.len() - 12]).unwrap();
     // A zstd record whose length says more than the file holds.
     let cut_zst = dir.join("cut.zst");
-    let frame = zstd::encode_all(lines[0].as_bytes(), 3).unwrap();
-    let mut records = (frame.len() as u32).to_be_bytes().to_vec();
-    records.extend(&frame);
-    records.extend((frame.len() as u32 + 5).to_be_bytes());
-    records.extend(&frame);
-    std::fs::write(&cut_zst, records).unwrap();
+    let whole = record(&lines[1]);
+    std::fs::write(
+        &cut_zst,
+        [record(&lines[0]), whole[..whole.len() - 5].to_vec()].concat(),
+    )
+    .unwrap();
     for (file, place, why) in [
         (
             &cut,
