@@ -52,7 +52,8 @@ enum Command {
     Demo(demo::Args),
     /// Receive OTLP from every service and show each trace as it completes (and on a live page)
     Watch(watch::Args),
-    /// Print the traces of OTLP/JSON files (as `lens watch --save` writes them)
+    /// Print the traces of OTLP/JSON files (as `lens watch --save` writes them), or only those
+    /// that match
     Check(check::Args),
     /// Run the W3C Trace Context test service (docs/propagation-rules.md#w3c-test-service)
     #[command(name = "w3c-service")]

@@ -20,6 +20,7 @@ use std::process::ExitCode;
 mod check;
 mod cli;
 mod demo;
+mod files;
 mod flags;
 mod hops;
 mod inspect;

@@ -23,6 +23,11 @@ fn help_of_every_command_names_its_flags() {
     for (command, flags) in [
         ("inspect", &["--as", "--json", "--plus-as-space"][..]),
         ("w3c-service", &["--listen"][..]),
+        ("watch", &["--save", "--load", "--grpc", "--http"][..]),
+        (
+            "check",
+            &["--trace <ID>", "--service <NAME>", "--errors", "--allow"][..],
+        ),
         ("completions", &["<SHELL>"][..]),
     ] {
         for args in [vec!["help", command], vec![command, "--help"]] {
@@ -37,6 +42,30 @@ fn help_of_every_command_names_its_flags() {
                 assert!(run.stdout.contains(flag), "{args:?} {flag}: {}", run.stdout);
             }
         }
+    }
+}
+
+#[test]
+fn help_check_says_what_each_filter_does_and_help_watch_what_load_reads() {
+    let run = lens(&["help", "check"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    for said in [
+        "Print only trace ID",
+        "Print only the traces with a span of service NAME",
+        "Print only the traces with a span whose status is an error",
+        "given together, a trace must match each",
+        "the Collector's file exporter write them, gzip or zstd too",
+    ] {
+        assert!(run.stdout.contains(said), "{said}: {}", run.stdout);
+    }
+    let run = lens(&["help", "watch"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    for said in [
+        "--save FILE --load FILE keeps a session across restarts",
+        "no span is shown or written twice",
+        "gzip or zstd",
+    ] {
+        assert!(run.stdout.contains(said), "{said}: {}", run.stdout);
     }
 }
 

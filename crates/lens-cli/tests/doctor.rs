@@ -86,6 +86,22 @@ fn a_lost_hop_is_an_error_finding_naming_both_services_and_the_cause() {
 }
 
 #[test]
+fn the_exit_status_is_that_of_the_traces_a_filter_prints() {
+    let input = lost_hop("none", false);
+    let run = lens_with_stdin(&["check", "--json", "--service", "planner", "-"], &input);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stdout.contains("\"finding\":\"lost-context\""),
+        "{}",
+        run.stdout
+    );
+    // The lost hop's traces filtered out: its finding is neither printed nor counted.
+    let run = lens_with_stdin(&["check", "--json", "--service", "nobody", "-"], &input);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+}
+
+#[test]
 fn findings_as_json_lines_after_the_traces() {
     let run = lens_with_stdin(
         &["check", "--json", "-"],

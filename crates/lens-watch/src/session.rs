@@ -31,7 +31,7 @@ use std::collections::{HashSet, VecDeque};
 use std::fmt;
 use std::time::Instant;
 
-use crate::assemble::{Assembler, Config, Stats};
+use crate::assemble::{Assembler, Config, Stats, TraceEntry};
 use crate::decode::Batch;
 use crate::diagnose::{Doctor, DoctorConfig, Finding, FindingCounts, Rule, Severity};
 use crate::model::{Span, Status, TraceId};
@@ -114,18 +114,44 @@ pub enum ListOrder {
     Duration,
 }
 
-/// Which traces [`Session::list`] gives.
+/// Which traces [`Session::list`] gives (and [`ListFilter::matches`] says of one trace): every
+/// condition set must hold.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ListFilter {
+    /// Only this trace (`None`: any).
+    pub trace_id: Option<TraceId>,
     /// Only traces with a span of this service (empty: any).
     pub service: String,
     /// Only traces with a span whose name contains this, in any case (empty: any).
     pub name: String,
+    /// Only traces with a span whose status is an error.
+    pub errors: bool,
     /// The order.
     pub order: ListOrder,
     /// The most traces given (0: no limit).
     pub limit: usize,
+}
+
+impl ListFilter {
+    /// Whether `trace` is one of the traces this filter lets through (its order and limit
+    /// aside); a trace with no span held is not.
+    pub fn matches(&self, trace: &TraceEntry) -> bool {
+        let name = self.name.to_lowercase();
+        !trace.spans.is_empty()
+            && self.trace_id.is_none_or(|id| id == trace.trace_id)
+            && (self.service.is_empty() || trace.spans.iter().any(|s| s.service() == self.service))
+            && (name.is_empty()
+                || trace
+                    .spans
+                    .iter()
+                    .any(|s| s.name.to_lowercase().contains(&name)))
+            && (!self.errors
+                || trace
+                    .spans
+                    .iter()
+                    .any(|s| matches!(s.status, Status::Error(_))))
+    }
 }
 
 /// One trace in a [`TraceList`].
@@ -303,23 +329,15 @@ impl Session {
 
     /// The traces held that match `filter`, in its order.
     pub fn list(&self, filter: &ListFilter) -> TraceList {
-        let name = filter.name.to_lowercase();
         let mut services: Vec<&str> = Vec::new();
         let mut rows: Vec<(u64, u64, TraceId)> = Vec::new();
         for (id, entry) in self.assembler.traces() {
-            let mut matches_service = filter.service.is_empty();
             for span in &entry.spans {
                 if !services.contains(&span.service()) {
                     services.push(span.service());
                 }
-                matches_service |= span.service() == filter.service;
             }
-            let matches_name = name.is_empty()
-                || entry
-                    .spans
-                    .iter()
-                    .any(|s| s.name.to_lowercase().contains(&name));
-            if matches_service && matches_name && !entry.spans.is_empty() {
+            if filter.matches(entry) {
                 let (start, end) = bounds(&entry.spans);
                 rows.push((start, end - start, *id));
             }
@@ -425,6 +443,69 @@ mod tests {
                 .stats()
                 .to_string()
                 .starts_with("5 spans received, 1 traces (1 complete)")
+        );
+    }
+
+    #[test]
+    fn a_filter_lets_through_the_traces_that_meet_every_condition_set() {
+        use crate::testing::span;
+        let mut session = Session::new(SessionConfig::default());
+        let mut failed = span(7, 1, None);
+        failed.status = Status::Error(String::new());
+        session.ingest(batch(sample()), Instant::now());
+        session.ingest(batch(vec![failed, span(7, 2, Some(1))]), Instant::now());
+        let sample_id = sample()[0].trace_id;
+        let ids = |filter: ListFilter| -> Vec<TraceId> {
+            let mut ids: Vec<TraceId> = session
+                .assembler()
+                .traces()
+                .filter(|(_, t)| filter.matches(t))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.sort();
+            let listed = session.list(&filter);
+            let mut from_list: Vec<TraceId> = listed.traces.iter().map(|t| t.trace_id).collect();
+            from_list.sort();
+            assert_eq!(ids, from_list, "list and matches agree");
+            ids
+        };
+        let errors = ListFilter {
+            errors: true,
+            ..ListFilter::default()
+        };
+        assert_eq!(ids(errors.clone()), [TraceId([7; 16])]);
+        assert_eq!(ids(ListFilter::default()).len(), 2);
+        let gateway = ListFilter {
+            service: "gateway".into(),
+            ..ListFilter::default()
+        };
+        assert_eq!(ids(gateway.clone()), [sample_id]);
+        // Conditions combine with AND.
+        assert!(
+            ids(ListFilter {
+                errors: true,
+                ..gateway
+            })
+            .is_empty()
+        );
+        let one = ListFilter {
+            trace_id: Some(sample_id),
+            ..ListFilter::default()
+        };
+        assert_eq!(ids(one.clone()), [sample_id]);
+        assert!(
+            ids(ListFilter {
+                errors: true,
+                ..one
+            })
+            .is_empty()
+        );
+        assert_eq!(
+            ids(ListFilter {
+                name: "STAGE".into(),
+                ..ListFilter::default()
+            }),
+            [sample_id]
         );
     }
 

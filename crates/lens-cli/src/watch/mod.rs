@@ -7,9 +7,9 @@
 //! API ([`page`]). A stop ([`stop`]) drains what was accepted first.
 
 use std::fs::File;
-use std::io::{BufWriter, Write as _};
+use std::io::{BufWriter, Read as _, Seek as _, SeekFrom, Write as _};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -23,6 +23,7 @@ use lens_watch::session::{Session, SessionConfig};
 use tokio::sync::mpsc;
 
 use crate::cli::{runtime, usage_error};
+use crate::files::{self, Source};
 use crate::flags::{Bounds, ColourFlag, JsonFlag};
 use crate::hops::HOP_NAMES;
 use stop::{Signals, stop_at_once};
@@ -42,16 +43,24 @@ span for --quiet-for seconds: its waterfall (or with --json one JSON object a li
 line on standard error, each followed by the propagation doctor's findings on it \
 (docs/doctor.md: where context was lost between services and why). The page at http://ADDR/ on the HTTP port lists the traces live. Point \
 any SDK at it: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 (or :4317 with \
-OTEL_EXPORTER_OTLP_PROTOCOL=grpc); `lens demo --otlp http://127.0.0.1:4318` sends it a trace.",
+OTEL_EXPORTER_OTLP_PROTOCOL=grpc); `lens demo --otlp http://127.0.0.1:4318` sends it a trace. \
+--load FILE first shows (and counts) the traces of files as `lens check` reads them: OTLP/JSON \
+lines as --save and the Collector's file exporter write them, gzip or zstd too; a file is read up \
+to a bad or cut line, with one warning naming the line.",
     mut_arg("json", |a| a.help("Print one JSON object per completed trace (a line each) instead of the waterfall")),
-    after_help = "Ctrl-C (SIGINT) or SIGTERM stops it without losing what it acknowledged: new \
+    after_help = "--save FILE --load FILE keeps a session across restarts: what was saved before is \
+shown, what arrives now is appended to FILE, and no span is shown or written twice (the file is \
+read whole before anything is received). A --load file is read up to a bad or cut line, with one \
+warning naming it; the watch opens all the same.
+
+Ctrl-C (SIGINT) or SIGTERM stops it without losing what it acknowledged: new \
 exports are answered \"unavailable\" (exporters retry them), every batch already accepted is \
 saved (--save) and shown, traces still open are shown marked as cut short, and a last line \
 accounts for every span received. A second Ctrl-C stops at once and says how many accepted \
 spans it left unwritten.
 
 Exit status: 0 stopped (Ctrl-C or SIGTERM), 1 the --save file could not be written, 2 usage \
-error or an address that cannot be listened on, 130 (143) a second Ctrl-C (SIGTERM) stopped it \
+error, a --load file that cannot be opened or an address that cannot be listened on, 130 (143) a second Ctrl-C (SIGTERM) stopped it \
 at once."
 )]
 pub(crate) struct Args {
@@ -70,9 +79,15 @@ pub(crate) struct Args {
     #[arg(long)]
     quiet: bool,
 
-    /// Append every span received to FILE as OTLP/JSON lines (for `lens check FILE`)
+    /// Append every span received to FILE as OTLP/JSON lines (for `lens check FILE`, and
+    /// `--load FILE` next time)
     #[arg(long, value_name = "FILE")]
     save: Option<PathBuf>,
+
+    /// First show the spans of FILE (OTLP/JSON lines as --save writes them or the Collector's
+    /// file exporter does; gzip or zstd too); repeatable, and FILE may be the --save file
+    #[arg(long, value_name = "FILE", num_args = 1.., action = clap::ArgAction::Append)]
+    load: Vec<String>,
 
     /// Seconds without a new span after which a trace is complete (a late span reopens it)
     #[arg(long, value_name = "S", default_value = "2", value_parser = seconds)]
@@ -133,12 +148,81 @@ Collector may be running; stop it or pass {flag} with another address",
     Ok(listener)
 }
 
+/// Opens the --save file for appending (created if need be). A file that ends mid-line (a run
+/// killed while writing) is mended first, so that the lines appended are whole and readable
+/// after it: a last line that is a whole request gets its newline; one that is not (cut off) is
+/// cut away, and said.
+fn open_save(path: &Path) -> std::io::Result<BufWriter<File>> {
+    let mut file = File::options()
+        .create(true)
+        .append(true)
+        .read(true)
+        .open(path)?;
+    let len = file.metadata()?.len();
+    // Where the last line starts: after the last newline, searched for from the end.
+    let mut start = len;
+    let mut chunk = vec![0u8; 64 * 1024];
+    while start > 0 {
+        let at = start.saturating_sub(chunk.len() as u64);
+        let chunk = &mut chunk[..(start - at) as usize];
+        file.seek(SeekFrom::Start(at))?;
+        file.read_exact(chunk)?;
+        if let Some(newline) = chunk.iter().rposition(|b| *b == b'\n') {
+            start = at + newline as u64 + 1;
+            break;
+        }
+        start = at;
+        if len - start > files::MAX_RECORD as u64 {
+            // Longer than any line read back: ended, and left for the reader to report.
+            file.write_all(b"\n")?;
+            return Ok(BufWriter::new(file));
+        }
+    }
+    if start < len {
+        let mut last = Vec::new();
+        file.seek(SeekFrom::Start(start))?;
+        (&mut file)
+            .take(files::MAX_RECORD as u64 + 1)
+            .read_to_end(&mut last)?;
+        if lens_watch::decode::decode_json(&last).is_ok() {
+            file.write_all(b"\n")?;
+        } else {
+            let cut = len - start;
+            eprintln!(
+                "warning: the --save file {} ends mid-line (a run cut off while writing): the \
+{cut} bytes of that last line cannot be read and are cut away, so that what is appended reads \
+back",
+                path.display()
+            );
+            file.set_len(start)?;
+        }
+    }
+    Ok(BufWriter::new(file))
+}
+
+/// Opens the --load files, each once (a file given twice, or by two names, is read once);
+/// the message of a usage error when one cannot be opened.
+fn open_loads(files: &[String]) -> Result<Vec<Source>, String> {
+    let mut seen = Vec::new();
+    let mut sources = Vec::new();
+    for file in files {
+        let id = std::fs::canonicalize(file).unwrap_or_else(|_| PathBuf::from(file));
+        if seen.contains(&id) {
+            continue;
+        }
+        seen.push(id);
+        sources.push(files::open(file).map_err(|e| format!("--load: {e}"))?);
+    }
+    Ok(sources)
+}
+
 /// Runs `lens watch`.
 pub(crate) fn main(args: Args) -> ExitCode {
+    // The --save file first: `--save F --load F` on a first run finds F, empty.
     let save = match &args.save {
         None => None,
-        Some(path) => match File::options().create(true).append(true).open(path) {
-            Ok(file) => Some((path.clone(), BufWriter::new(file))),
+        Some(path) => match open_save(path) {
+            Ok(file) => Some((path.clone(), file)),
             Err(e) => {
                 return usage_error(
                     "watch",
@@ -146,6 +230,10 @@ pub(crate) fn main(args: Args) -> ExitCode {
                 );
             }
         },
+    };
+    let sources = match open_loads(&args.load) {
+        Ok(sources) => sources,
+        Err(message) => return usage_error("watch", message),
     };
     let grpc = match bind(args.grpc, "--grpc") {
         Ok(l) => l,
@@ -180,7 +268,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
     };
     config.quiet = args.quiet;
     config.hop_names = HOP_NAMES;
-    let code = runtime.block_on(run(grpc, http, config, output, save));
+    let code = runtime.block_on(run(grpc, http, config, output, save, sources));
     runtime.shutdown_timeout(Duration::from_millis(100));
     code
 }
@@ -201,6 +289,7 @@ async fn run(
     config: SessionConfig,
     output: Output,
     mut save: Save,
+    sources: Vec<Source>,
 ) -> ExitCode {
     let (grpc, http) = match (
         tokio::net::TcpListener::from_std(grpc),
@@ -227,7 +316,11 @@ async fn run(
         }
     };
     let max_traces = config.assemble.max_traces;
-    let store = Store(Arc::new(Mutex::new(Session::new(config))));
+    // The files are read whole before the servers start: the spans received from now on (and
+    // appended to --save, which may be one of them) are not read back.
+    let mut session = Session::new(config);
+    let loaded = load(sources, &mut session);
+    let store = Store(Arc::new(Mutex::new(session)));
     let (sender, mut batches) = mpsc::channel::<Batch>(CHANNEL);
     // The servers run until everything accepted has been saved and shown, answering
     // "unavailable" (retryable) once the channel is closed, then stop gracefully.
@@ -257,6 +350,13 @@ async fn run(
     let mut terminal = Terminal::new(store.clone(), output, max_traces);
     let mut saved: u64 = 0;
     let mut code = ExitCode::SUCCESS;
+    if loaded > 0 {
+        // What the files held is shown first, each trace complete as the file left it.
+        let done = store.lock().flush_by_start();
+        if let Err(code) = terminal.show(&done, false) {
+            return code;
+        }
+    }
     let ended = loop {
         let deadline = store.lock().next_deadline();
         let sleep = async {
@@ -354,8 +454,13 @@ assembled, then every trace still open; {} again stops at once",
         .unwrap_or_else(PoisonError::into_inner)
         .is_some()
         .then_some(saved);
+    let loaded = if loaded > 0 {
+        format!(" ({loaded} of the spans received were loaded by --load, not saved again)")
+    } else {
+        String::new()
+    };
     eprintln!(
-        "lens watch: stopped ({first}): {}",
+        "lens watch: stopped ({first}): {}{loaded}",
         stats.spans.account(saved)
     );
     let _ = stop_servers.send(true);
@@ -366,6 +471,26 @@ assembled, then every trace still open; {} again stops at once",
     })
     .await;
     code
+}
+
+/// Reads the --load files into `session`, saying on standard error how many spans each gave
+/// (and, where one stopped early, one warning naming the line and what was wrong with it); the
+/// spans loaded in all.
+fn load(sources: Vec<Source>, session: &mut Session) -> u64 {
+    let now = Instant::now();
+    let mut spans = 0;
+    for source in sources {
+        let read = source.read_into(session, now);
+        spans += read.spans;
+        match read.stopped {
+            None => eprintln!("lens watch: loaded {} spans from {}", read.spans, read.name),
+            Some(e) => eprintln!(
+                "warning: --load {e}; loaded the {} spans before it, not the rest of {}",
+                read.spans, read.name
+            ),
+        }
+    }
+    spans
 }
 
 /// Appends `batch` to the save file (if any; a failure is said and ends the run) and gives it

@@ -19,6 +19,8 @@ pub struct Watch {
     pub stderr: mpsc::Receiver<String>,
     pub grpc: String,
     pub http: String,
+    /// What it said on standard error before where it listens (`--load`: what it loaded).
+    pub before: Vec<String>,
 }
 
 pub fn lines(reader: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
@@ -100,15 +102,23 @@ impl Watch {
             mpsc::channel().1
         };
         let stderr = lines(child.stderr.take().unwrap());
-        let first = stderr
-            .recv_timeout(PATIENCE)
-            .expect("lens watch says where it listens");
+        let mut before = Vec::new();
+        let first = loop {
+            let line = stderr
+                .recv_timeout(PATIENCE)
+                .expect("lens watch says where it listens");
+            if line.starts_with("lens watch: OTLP/gRPC on ") {
+                break line;
+            }
+            before.push(line);
+        };
         Watch {
             child: Some(child),
             stdout,
             stderr,
             grpc: address(&first, "OTLP/gRPC on ", ','),
             http: address(&first, "OTLP/HTTP on http://", '/'),
+            before,
         }
     }
 
