@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory as _, Parser, Subcommand};
 
-use crate::{check, demo, inspect, w3c_service, watch};
+use crate::{check, demo, inspect, probe, w3c_service, watch};
 
 /// The multi-threaded tokio runtime a command runs on; `None` (with the reason printed) when
 /// it cannot start.
@@ -55,6 +55,9 @@ enum Command {
     /// Print the traces of OTLP/JSON files (as `lens watch --save` writes them), or only those
     /// that match
     Check(check::Args),
+    /// Send one request with a recognisable context and print the route it took, hop by hop,
+    /// with what of its context survived each hop
+    Probe(probe::Args),
     /// Run the W3C Trace Context test service (docs/propagation-rules.md#w3c-test-service)
     #[command(name = "w3c-service")]
     W3cService(w3c_service::Args),
@@ -75,6 +78,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Demo(args) => demo::main(args),
         Command::Watch(args) => watch::main(args),
         Command::Check(args) => check::main(args),
+        Command::Probe(args) => probe::main(args),
         Command::W3cService(args) => w3c_service::main(args),
         Command::Completions { shell } => {
             let mut script = Vec::new();

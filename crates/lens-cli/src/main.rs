@@ -9,6 +9,8 @@
 //!   it completes (waterfall or `--json`; `--save FILE`; a live page on the HTTP port).
 //! * `lens check FILE...`: the traces of OTLP/JSON lines files (as `lens watch --save` and
 //!   the Collector's file exporter write them), printed as `lens watch` prints them.
+//! * `lens probe URL`: one request with a recognisable context, and the route it took, hop by
+//!   hop, with what of its context survived each hop.
 //! * `lens w3c-service`: the service under test of the W3C Trace Context test suite.
 //! * `lens completions SHELL`: a completion script for the shell.
 //!
@@ -24,6 +26,7 @@ mod files;
 mod flags;
 mod hops;
 mod inspect;
+mod probe;
 mod w3c_service;
 mod watch;
 

@@ -28,6 +28,23 @@ fn help_of_every_command_names_its_flags() {
             "check",
             &["--trace <ID>", "--service <NAME>", "--errors", "--allow"][..],
         ),
+        (
+            "probe",
+            &[
+                "<URL>",
+                "--request <METHOD>",
+                "--header <HEADER>",
+                "--data <DATA>",
+                "--quiet-for <S>",
+                "--wait <S>",
+                "--timeout <S>",
+                "--allow <RULE>",
+                "--grpc <ADDR>",
+                "--http <ADDR>",
+                "--json",
+                "Exit status: 0 the context survived",
+            ][..],
+        ),
         ("completions", &["<SHELL>"][..]),
     ] {
         for args in [vec!["help", command], vec![command, "--help"]] {

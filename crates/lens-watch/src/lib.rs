@@ -51,6 +51,7 @@ pub mod decode;
 pub mod diagnose;
 pub mod encode;
 pub mod model;
+pub mod probe;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod receive;

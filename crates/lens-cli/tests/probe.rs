@@ -1,0 +1,515 @@
+//! `lens probe URL` through a chain of real services in this test: a lens axum gateway that
+//! calls a lens axum planner through lens-reqwest, with a small proxy in between written here
+//! that forwards the request as it came, or drops or rewrites one trace header. Each service
+//! exports its spans over OTLP/HTTP (opentelemetry-otlp) to the probe's own receiver, once the
+//! probe says where it listens. The probe's report names the broken hop and what broke, and
+//! nothing on the healthy ones; the healthy chain exits 0.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead as _, BufReader};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use lens_axum::{RequestContext, ServerLayer};
+use lens_reqwest::ClientMiddleware;
+use opentelemetry::KeyValue;
+use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+use reqwest_middleware::ClientWithMiddleware;
+use serde_json::Value;
+
+/// Every span a service's provider ended, kept until the probe says where to send them.
+#[derive(Clone, Debug, Default)]
+struct Kept(Arc<Mutex<Vec<SpanData>>>);
+
+impl SpanExporter for Kept {
+    fn export(
+        &self,
+        batch: Vec<SpanData>,
+    ) -> impl std::future::Future<Output = OTelSdkResult> + Send {
+        self.0.lock().unwrap().extend(batch);
+        std::future::ready(Ok(()))
+    }
+}
+
+/// One service: its provider (its own `service.name`) and the spans it ended.
+struct Service {
+    name: &'static str,
+    provider: SdkTracerProvider,
+    kept: Kept,
+}
+
+impl Service {
+    fn new(name: &'static str) -> Self {
+        let kept = Kept::default();
+        let provider = SdkTracerProvider::builder()
+            .with_resource(Resource::builder_empty().with_service_name(name).build())
+            .with_simple_exporter(kept.clone())
+            .build();
+        Service {
+            name,
+            provider,
+            kept,
+        }
+    }
+
+    /// Sends the spans ended so far to the OTLP/HTTP receiver at `endpoint`.
+    async fn export_to(&self, endpoint: &str) {
+        let spans = std::mem::take(&mut *self.kept.0.lock().unwrap());
+        let mut exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpBinary)
+            .with_endpoint(format!("{endpoint}/v1/traces"))
+            .build()
+            .unwrap();
+        exporter.set_resource(
+            &Resource::builder_empty()
+                .with_service_name(self.name)
+                .build(),
+        );
+        exporter.export(spans).await.unwrap();
+    }
+
+    fn count(&self) -> usize {
+        self.kept.0.lock().unwrap().len()
+    }
+}
+
+/// What the proxy between the gateway and the planner does to the request's trace headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Proxy {
+    /// Forwards every header as it came.
+    Pass,
+    /// Drops `tracestate`.
+    DropTracestate,
+    /// Drops `baggage`.
+    DropBaggage,
+    /// Puts a span of its own (never exported) in `traceparent`, as a load balancer that traces
+    /// itself without exporting.
+    Reparent,
+    /// Drops every trace header.
+    DropAll,
+}
+
+#[derive(Clone)]
+struct Forward {
+    client: reqwest::Client,
+    to: String,
+    proxy: Proxy,
+}
+
+async fn forward(
+    State(f): State<Forward>,
+    headers: HeaderMap,
+    body: String,
+) -> (StatusCode, String) {
+    let mut out = reqwest::header::HeaderMap::new();
+    for (name, value) in &headers {
+        let drop = match f.proxy {
+            Proxy::Pass | Proxy::Reparent => false,
+            Proxy::DropTracestate => name == "tracestate",
+            Proxy::DropBaggage => name == "baggage",
+            Proxy::DropAll => ["traceparent", "tracestate", "baggage"].contains(&name.as_str()),
+        };
+        if !drop && name != "content-length" {
+            out.append(name.clone(), value.clone());
+        }
+    }
+    if f.proxy == Proxy::Reparent
+        && let Some(tp) = headers.get("traceparent").and_then(|v| v.to_str().ok())
+    {
+        // Same trace and flags, the proxy's own span id.
+        let rewritten = format!("{}eeeeeeeeeeeeeeee{}", &tp[..36], &tp[52..]);
+        out.insert("traceparent", rewritten.parse().unwrap());
+    }
+    let response = f
+        .client
+        .post(&f.to)
+        .headers(out)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    (
+        StatusCode::from_u16(response.status().as_u16()).unwrap(),
+        response.text().await.unwrap(),
+    )
+}
+
+#[derive(Clone)]
+struct Gateway {
+    client: ClientWithMiddleware,
+    next: String,
+}
+
+async fn train(State(g): State<Gateway>, cx: RequestContext, body: String) -> (StatusCode, String) {
+    let response = g
+        .client
+        .post(&g.next)
+        .body(body)
+        .with_extension(cx.into_context())
+        .send()
+        .await
+        .unwrap();
+    (
+        StatusCode::from_u16(response.status().as_u16()).unwrap(),
+        "trained".to_owned(),
+    )
+}
+
+async fn serve(app: Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await
+        .unwrap();
+    });
+    addr
+}
+
+/// The chain: gateway -> proxy -> planner; returns the gateway's URL and the services.
+async fn chain(proxy: Proxy) -> (String, Vec<Service>) {
+    let gateway = Service::new("gateway");
+    let planner = Service::new("planner");
+    let server = |s: &Service| {
+        ServerLayer::new()
+            .with_tracer(opentelemetry::trace::TracerProvider::tracer(
+                &s.provider,
+                "lens-axum",
+            ))
+            .with_request_attributes(
+                |request: &lens_axum::RequestInfo<'_>, attributes: &mut Vec<KeyValue>| {
+                    // What a service records to let the probe see its baggage: the keys only (none
+                    // when no baggage arrived).
+                    let baggage = request.headers.get("baggage").and_then(|v| v.to_str().ok());
+                    let keys: Vec<opentelemetry::StringValue> = baggage
+                        .unwrap_or_default()
+                        .split(',')
+                        .filter_map(|m| m.split_once('=').map(|(k, _)| k.trim().to_owned().into()))
+                        .collect();
+                    attributes.push(KeyValue::new(
+                        "lens.baggage.keys",
+                        opentelemetry::Value::Array(keys.into()),
+                    ));
+                },
+            )
+    };
+    let planner_addr = serve(
+        Router::new()
+            .route("/plan", post(|| async { "planned" }))
+            .layer(server(&planner)),
+    )
+    .await;
+    let proxy_addr = serve(
+        Router::new()
+            .route("/plan", post(forward))
+            .with_state(Forward {
+                client: reqwest::Client::new(),
+                to: format!("http://{planner_addr}/plan"),
+                proxy,
+            }),
+    )
+    .await;
+    let client =
+        reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+            .with(ClientMiddleware::new().with_tracer(
+                opentelemetry::trace::TracerProvider::tracer(&gateway.provider, "lens-reqwest"),
+            ))
+            .build();
+    let gateway_addr = serve(
+        Router::new()
+            .route("/train", post(train))
+            .with_state(Gateway {
+                client,
+                next: format!("http://{proxy_addr}/plan"),
+            })
+            .layer(server(&gateway)),
+    )
+    .await;
+    (
+        format!("http://{gateway_addr}/train"),
+        vec![gateway, planner],
+    )
+}
+
+/// `lens probe ARGS URL` against `services`: their spans go to the probe's receiver once it has
+/// its answer and `spans` of them have ended. Returns the exit code and the route (`--json`).
+async fn probe(
+    url: &str,
+    services: &[Service],
+    spans: usize,
+    args: &[&str],
+) -> (Option<i32>, Value) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lens"))
+        .args([
+            "probe",
+            "--json",
+            "--grpc",
+            "127.0.0.1:0",
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .args(["--quiet-for", "3", "--wait", "30", "-d", "{}"])
+        .args(args)
+        .arg(url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut endpoint = None;
+    let mut said = Vec::new();
+    loop {
+        let line = tokio::task::block_in_place(|| rx.recv_timeout(Duration::from_secs(30)))
+            .unwrap_or_else(|e| panic!("{e}: {said:?}"));
+        said.push(line.clone());
+        if let Some(rest) = line.strip_prefix("lens probe: receiving OTLP on ") {
+            endpoint = rest.split_whitespace().next().map(str::to_owned);
+        }
+        if line.contains(" answered ") {
+            break;
+        }
+    }
+    let endpoint = endpoint.unwrap_or_else(|| panic!("no endpoint in {said:?}"));
+    // The servers' spans end as their responses go: wait for them, then export.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while services.iter().map(Service::count).sum::<usize>() < spans {
+        assert!(Instant::now() < deadline, "spans did not end");
+        tokio::task::yield_now().await;
+    }
+    for service in services {
+        service.export_to(&endpoint).await;
+    }
+    let output = tokio::task::block_in_place(|| child.wait_with_output()).unwrap();
+    let rest: Vec<String> = rx.try_iter().collect();
+    let route = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {} {said:?} {rest:?}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    });
+    (output.status.code(), route)
+}
+
+/// The hop from `from` to `to` in the route.
+fn hop<'a>(route: &'a Value, from: &str, to: &str) -> &'a Value {
+    route["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["from"] == from && h["to"] == to)
+        .unwrap_or_else(|| panic!("no hop {from} -> {to} in {route:#}"))
+}
+
+fn assert_healthy(hop: &Value) {
+    assert_eq!(hop["broken"], serde_json::json!([]), "{hop:#}");
+    assert_eq!(hop["trace"], "kept", "{hop:#}");
+    assert_eq!(hop["parent"], "kept", "{hop:#}");
+    assert_eq!(hop["tracestate"], "kept", "{hop:#}");
+    assert_eq!(hop["baggage"], "kept", "{hop:#}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_healthy_chain_keeps_the_context_on_every_hop_and_exits_0() {
+    let (url, services) = chain(Proxy::Pass).await;
+    let (code, route) = probe(&url, &services, 3, &[]).await;
+    assert_eq!(code, Some(0), "{route:#}");
+    assert_healthy(hop(&route, "lens probe", "gateway"));
+    assert_healthy(hop(&route, "gateway", "planner"));
+    assert_eq!(route["hops"].as_array().unwrap().len(), 2, "{route:#}");
+    assert_eq!(route["spans"], 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proxy_that_drops_tracestate_is_named_and_the_other_hop_is_healthy() {
+    let (url, services) = chain(Proxy::DropTracestate).await;
+    let (code, route) = probe(&url, &services, 3, &[]).await;
+    assert_eq!(code, Some(1));
+    assert_healthy(hop(&route, "lens probe", "gateway"));
+    let broken = hop(&route, "gateway", "planner");
+    assert_eq!(
+        broken["broken"],
+        serde_json::json!(["tracestate-dropped"]),
+        "{broken:#}"
+    );
+    assert_eq!(
+        broken["tracestate"]["dropped"],
+        serde_json::json!(["lens", "rojo"])
+    );
+    assert_eq!(broken["baggage"], "kept");
+
+    // --allow takes it out of the exit status, not out of the report.
+    let (url, services) = chain(Proxy::DropTracestate).await;
+    let (code, route) = probe(&url, &services, 3, &["--allow", "tracestate-dropped"]).await;
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        hop(&route, "gateway", "planner")["broken"],
+        serde_json::json!(["tracestate-dropped"])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proxy_that_drops_baggage_is_named() {
+    let (url, services) = chain(Proxy::DropBaggage).await;
+    let (code, route) = probe(&url, &services, 3, &[]).await;
+    assert_eq!(code, Some(1));
+    assert_healthy(hop(&route, "lens probe", "gateway"));
+    let broken = hop(&route, "gateway", "planner");
+    assert_eq!(
+        broken["broken"],
+        serde_json::json!(["baggage-dropped"]),
+        "{broken:#}"
+    );
+    assert_eq!(broken["tracestate"], "kept");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proxy_that_puts_its_own_span_in_traceparent_is_an_unreported_hop() {
+    let (url, services) = chain(Proxy::Reparent).await;
+    let (code, route) = probe(&url, &services, 3, &[]).await;
+    assert_eq!(code, Some(1));
+    assert_healthy(hop(&route, "lens probe", "gateway"));
+    // Through the proxy: the gateway's call, and a parent nobody exported; the rest arrived.
+    let broken = hop(&route, "gateway", "planner");
+    assert_eq!(
+        broken["parent"]["reparented"], "eeeeeeeeeeeeeeee",
+        "{broken:#}"
+    );
+    assert_eq!(
+        broken["broken"],
+        serde_json::json!(["missing-parent"]),
+        "{broken:#}"
+    );
+    assert_eq!(
+        (&broken["tracestate"], &broken["baggage"]),
+        (&"kept".into(), &"kept".into())
+    );
+    assert_eq!(route["hops"].as_array().unwrap().len(), 2, "{route:#}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proxy_that_drops_every_trace_header_loses_the_trace_and_the_probe_names_the_new_one() {
+    let (url, services) = chain(Proxy::DropAll).await;
+    let (code, route) = probe(&url, &services, 3, &[]).await;
+    assert_eq!(code, Some(1));
+    assert_healthy(hop(&route, "lens probe", "gateway"));
+    let lost = hop(&route, "gateway", "planner");
+    assert_eq!(
+        lost["broken"],
+        serde_json::json!(["lost-context"]),
+        "{lost:#}"
+    );
+    let new_trace = lost["trace"]["lost"]["new_trace_id"].as_str().unwrap();
+    assert_ne!(new_trace, route["trace_id"].as_str().unwrap());
+    assert_eq!(lost["trace"]["lost"]["cause"], "none");
+}
+
+/// `lens probe ARGS` with its receivers on free ports: exit code, stdout, stderr, and how long
+/// it took.
+fn probe_alone(args: &[&str]) -> (Option<i32>, String, String, Duration) {
+    let started = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_lens"))
+        .args(["probe", "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (
+        output.status.code(),
+        text(&output.stdout),
+        text(&output.stderr),
+        started.elapsed(),
+    )
+}
+
+#[test]
+fn an_address_that_refuses_is_a_clear_error_and_exit_2() {
+    // A port nothing listens on: taken from the OS, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/x");
+    let (code, out, err, _) = probe_alone(&[&url]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(&format!("GET {url}: cannot connect")), "{err}");
+    assert!(out.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_that_times_out_is_exit_2_within_the_timeout() {
+    // A server that accepts and never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let _held = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let url = format!("http://{addr}/slow");
+    let (code, _, err, took) =
+        tokio::task::block_in_place(|| probe_alone(&["--timeout", "1", &url]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("no answer within 1 s (--timeout)"), "{err}");
+    assert!(took < Duration::from_secs(20), "{took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_service_that_never_exports_is_unseen_and_exit_2_after_the_wait() {
+    let addr = serve(Router::new().route("/x", axum::routing::get(|| async { "ok" }))).await;
+    let url = format!("http://{addr}/x");
+    let (code, out, err, took) =
+        tokio::task::block_in_place(|| probe_alone(&["--quiet-for", "1", "--wait", "2", &url]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(out.contains("lens probe -> ? (http): not seen"), "{out}");
+    assert!(err.contains("no service exported a span of trace"), "{err}");
+    assert!(took < Duration::from_secs(20), "{took:?}");
+}
+
+#[test]
+fn bad_arguments_are_usage_errors() {
+    for (args, says) in [
+        (vec!["https://127.0.0.1:1/"], "https is not supported"),
+        (vec!["127.0.0.1:1"], "expected an http:// URL"),
+        (
+            vec!["-H", "no colon", "http://h/"],
+            "expected `Name: value`",
+        ),
+        (
+            vec!["-X", "BAD METHOD", "http://h/"],
+            "is not an HTTP method",
+        ),
+        (
+            vec!["--allow", "nope", "http://h/"],
+            "the rules: lost-context",
+        ),
+        (
+            vec!["-d", "@/nonexistent/body", "http://h/"],
+            "cannot read the --data file",
+        ),
+    ] {
+        let (code, _, err, _) = probe_alone(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}

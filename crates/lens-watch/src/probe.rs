@@ -1,0 +1,785 @@
+//! The path a probe request took, hop by hop, and what of its context survived each hop: a
+//! traceroute for trace context (`lens probe`).
+//!
+//! The probe sends one request with a context made to be recognised ([`Sent`]), and records
+//! its own CLIENT span ([`Sent::client_span`]) beside the spans the services export, so that
+//! the doctor can pair the first hop too. [`Route::build`] then reads the probe's trace from a
+//! [`Session`]: every span that received a context from another process (a SERVER or CONSUMER
+//! span whose parent is remote, in another service, or never exported) is a hop, compared with
+//! what its sender had. A sender span (CLIENT or PRODUCER) with no receiver is a hop too: lost
+//! when the doctor paired it with the new trace its receiver started (`lost-context`), unseen
+//! otherwise, never guessed.
+//!
+//! ```
+//! use lens_watch::model::{SpanId, TraceId};
+//! use lens_watch::probe::{Route, Sent};
+//! use lens_watch::session::{Session, SessionConfig};
+//!
+//! let sent = Sent::new(TraceId([7; 16]), SpanId([1; 8]), "lens=probe,vendor=x", ["lens.probe"]);
+//! let mut session = Session::new(SessionConfig::default());
+//! let now = std::time::Instant::now();
+//! session.ingest(lens_watch::decode::Batch::new(vec![sent.client_span("http://127.0.0.1:1/", "GET", 0, 1)]), now);
+//! let route = Route::build(&sent, &session);
+//! // The probe's request reached nothing that exports: one hop, unseen.
+//! assert_eq!(route.hops.len(), 1);
+//! assert!(route.hops[0].to.is_none());
+//! ```
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use serde_json::{Value as Json, json};
+
+use crate::diagnose::{Finding, Rule};
+use crate::model::{
+    FLAG_HAS_IS_REMOTE, KeyValue, Resource, Scope, Span, SpanId, SpanKind, Status, TraceId, Value,
+};
+use crate::session::Session;
+
+/// The service name of the probe's own CLIENT span.
+pub const PROBE_SERVICE: &str = "lens probe";
+
+/// The attribute in which a receiving span lists the baggage keys that arrived with its
+/// context (never the values): what lens's adapters record when asked to, and what a service
+/// in another language can record to let the probe see its baggage.
+pub const BAGGAGE_KEYS: &str = "lens.baggage.keys";
+
+/// The attribute a lens server or consumer sets on a span that starts a new trace, with the
+/// cause.
+const NEW_ROOT: &str = "lens.trace.new_root";
+
+/// What the probe sent with its request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Sent {
+    /// The probe's trace.
+    pub trace_id: TraceId,
+    /// The probe's span: the parent the first service should see.
+    pub span_id: SpanId,
+    /// The W3C trace flags sent (`03`: sampled and random).
+    pub flags: u8,
+    /// The `tracestate` header sent.
+    pub trace_state: String,
+    /// The keys of the `baggage` header sent.
+    pub baggage_keys: Vec<String>,
+}
+
+impl Sent {
+    /// A probe context: `trace_id` / `span_id`, flags `03`, `trace_state` as the header value,
+    /// and the baggage keys.
+    pub fn new<K: Into<String>>(
+        trace_id: TraceId,
+        span_id: SpanId,
+        trace_state: &str,
+        baggage_keys: impl IntoIterator<Item = K>,
+    ) -> Self {
+        Sent {
+            trace_id,
+            span_id,
+            flags: 0x03,
+            trace_state: trace_state.to_owned(),
+            baggage_keys: baggage_keys.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// The `traceparent` header value.
+    pub fn traceparent(&self) -> String {
+        format!("00-{}-{}-{:02x}", self.trace_id, self.span_id, self.flags)
+    }
+
+    /// The probe's own CLIENT span for a request to `url` with `method`, from `start` to `end`
+    /// (nanoseconds since the Unix epoch): service [`PROBE_SERVICE`], the HTTP client
+    /// conventions (`http.request.method`, `url.full`, `server.address`, `server.port`).
+    pub fn client_span(&self, url: &str, method: &str, start: u64, end: u64) -> Span {
+        let mut attributes = vec![
+            KeyValue::new("http.request.method", Value::String(method.to_owned())),
+            KeyValue::new("url.full", Value::String(url.to_owned())),
+        ];
+        if let Some((host, port)) = authority(url) {
+            attributes.push(KeyValue::new("server.address", Value::String(host)));
+            attributes.push(KeyValue::new("server.port", Value::Int(i64::from(port))));
+        }
+        self.span(SpanKind::Client, attributes, start, end)
+    }
+
+    /// The probe's own span of `kind` with `attributes` (a gRPC call, a published message).
+    pub fn span(&self, kind: SpanKind, attributes: Vec<KeyValue>, start: u64, end: u64) -> Span {
+        Span {
+            trace_id: self.trace_id,
+            span_id: self.span_id,
+            parent_span_id: None,
+            trace_state: self.trace_state.clone(),
+            flags: u32::from(self.flags) | FLAG_HAS_IS_REMOTE,
+            name: "lens probe".to_owned(),
+            kind,
+            resource: Arc::new(Resource::for_service(PROBE_SERVICE)),
+            scope: Arc::new(Scope {
+                name: "lens-probe".into(),
+                version: String::new(),
+            }),
+            start_unix_nano: start,
+            end_unix_nano: end.max(start),
+            attributes,
+            events: Vec::new(),
+            links: Vec::new(),
+            status: Status::Unset,
+        }
+    }
+}
+
+/// `scheme://host[:port]/...` to the host and port (the scheme's default port).
+fn authority(url: &str) -> Option<(String, u16)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit('@').next()?;
+    let default = match scheme {
+        "https" => 443,
+        "http" => 80,
+        "nats" => 4222,
+        _ => 0,
+    };
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => {
+            let (host, after) = v6.split_once(']')?;
+            (host, after.strip_prefix(':'))
+        }
+        None => match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    let port = match port {
+        Some(p) => p.parse().ok()?,
+        None => default,
+    };
+    (!host.is_empty()).then(|| (host.to_owned(), port))
+}
+
+/// Whether the trace continued over a hop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceVerdict {
+    /// The receiver's span is in the sender's trace.
+    Kept,
+    /// The receiver started trace `new_trace` (the doctor paired it with the sender's span),
+    /// for `cause` when its server says (`lens.trace.new_root`).
+    Lost {
+        /// The trace the receiver started.
+        new_trace: TraceId,
+        /// `lens.trace.new_root` of the receiver's span, when it records one.
+        cause: Option<String>,
+    },
+    /// No span of the receiver arrived: it is not instrumented, or does not export here.
+    Unseen,
+}
+
+/// Whether the receiver's parent is the sender's span.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParentVerdict {
+    /// The receiver's parent is the sender's span.
+    Kept,
+    /// The receiver's parent is a span nobody exported: an unreported hop in between (a proxy
+    /// or an uninstrumented service that put its own span id in `traceparent`).
+    Reparented {
+        /// The parent the receiver saw.
+        parent: SpanId,
+    },
+    /// Nothing to compare (the hop was lost or is unseen).
+    NotApplicable,
+}
+
+/// Whether the sampled and random flags arrived.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FlagsVerdict {
+    /// The receiver reports the flags its sender had.
+    Kept(u8),
+    /// The receiver reports flags without one its sender had.
+    Dropped {
+        /// The sender's flags.
+        sent: u8,
+        /// The receiver's.
+        received: u8,
+    },
+    /// The receiver's exporter does not report trace flags (Python's does not).
+    NotReported,
+    /// Nothing to compare.
+    NotApplicable,
+}
+
+/// What became of the sender's `tracestate`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceStateVerdict {
+    /// The same entries.
+    Kept,
+    /// Every entry the sender had, after entries added or updated at the front (as a vendor
+    /// does for its own entry): fine.
+    Added {
+        /// The keys added or updated at the front.
+        keys: Vec<String>,
+    },
+    /// Entries the sender had are missing (all of them: the header was dropped).
+    Dropped {
+        /// The missing keys.
+        keys: Vec<String>,
+    },
+    /// Nothing to compare (the sender had none, or the hop was lost or is unseen).
+    NotApplicable,
+}
+
+/// What became of the probe's baggage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BaggageVerdict {
+    /// The receiver lists every key the probe sent.
+    Kept,
+    /// The receiver lists its baggage keys, without these the probe sent.
+    Dropped {
+        /// The missing keys.
+        keys: Vec<String>,
+    },
+    /// The receiver does not say which baggage keys it received ([`BAGGAGE_KEYS`]).
+    NotObservable,
+    /// Nothing to compare.
+    NotApplicable,
+}
+
+/// One hop of the route.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Hop {
+    /// The sending service ([`PROBE_SERVICE`] for the first hop).
+    pub from: String,
+    /// The receiving service; `None` when unseen.
+    pub to: Option<String>,
+    /// The kind of crossing: `http`, `grpc` (the RPC system), `messaging`, else the
+    /// receiver's span kind.
+    pub kind: String,
+    /// The trace the hop starts in.
+    pub trace_id: TraceId,
+    /// The sender's span, when it was exported.
+    pub sender: Option<SpanId>,
+    /// The receiver's span, when it was exported.
+    pub receiver: Option<SpanId>,
+    /// Whether the hop is in the probe's trace (else after a lost hop, in a trace a receiver
+    /// started: only the trace and the parent are compared there).
+    pub in_probe_trace: bool,
+    /// The trace.
+    pub trace: TraceVerdict,
+    /// The parent.
+    pub parent: ParentVerdict,
+    /// The flags.
+    pub flags: FlagsVerdict,
+    /// The tracestate.
+    pub trace_state: TraceStateVerdict,
+    /// The baggage.
+    pub baggage: BaggageVerdict,
+}
+
+impl Hop {
+    /// The doctor's rule ids of what broke on this hop (`lost-context`, `missing-parent`,
+    /// `flag-dropped`, `tracestate-dropped`, `baggage-dropped`), for `--allow`.
+    pub fn broken(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if matches!(self.trace, TraceVerdict::Lost { .. }) {
+            out.push(Rule::LostContext.id());
+        }
+        if matches!(self.parent, ParentVerdict::Reparented { .. }) {
+            out.push(Rule::MissingParent.id());
+        }
+        if matches!(self.flags, FlagsVerdict::Dropped { .. }) {
+            out.push(Rule::FlagDropped.id());
+        }
+        if matches!(self.trace_state, TraceStateVerdict::Dropped { .. }) {
+            out.push("tracestate-dropped");
+        }
+        if matches!(self.baggage, BaggageVerdict::Dropped { .. }) {
+            out.push("baggage-dropped");
+        }
+        out
+    }
+}
+
+/// The route of a probe request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Route {
+    /// What was sent.
+    pub sent: Sent,
+    /// The hops in the order the request crossed them (by the receiver's start).
+    pub hops: Vec<Hop>,
+    /// Spans of the probe's trace, its own CLIENT span not counted.
+    pub spans: usize,
+}
+
+/// The most traces a route follows (the probe's, and those lost hops started).
+const MAX_TRACES: usize = 16;
+
+impl Route {
+    /// The route of the probe `sent` through the spans held by `session`, which holds the
+    /// probe's own span ([`Sent::client_span`]) and has diagnosed the traces (lost hops are
+    /// read from its `lost-context` findings).
+    pub fn build(sent: &Sent, session: &Session) -> Route {
+        let findings: Vec<&Finding> = session
+            .findings()
+            .filter(|f| f.rule == Rule::LostContext)
+            .collect();
+        let mut hops = Vec::new();
+        let mut traces = vec![(sent.trace_id, true)];
+        let mut spans = 0;
+        let mut i = 0;
+        while i < traces.len() && i < MAX_TRACES {
+            let (trace_id, in_probe_trace) = traces[i];
+            i += 1;
+            let Some(entry) = session.assembler().trace(&trace_id) else {
+                continue;
+            };
+            if in_probe_trace {
+                spans = entry
+                    .spans
+                    .iter()
+                    .filter(|s| s.service() != PROBE_SERVICE)
+                    .count();
+            }
+            let mut found = trace_hops(sent, &entry.spans, in_probe_trace, &findings, session);
+            for hop in &found {
+                if let TraceVerdict::Lost { new_trace, .. } = hop.trace
+                    && !traces.iter().any(|(t, _)| *t == new_trace)
+                {
+                    traces.push((new_trace, false));
+                }
+            }
+            hops.append(&mut found);
+        }
+        Route {
+            sent: sent.clone(),
+            hops,
+            spans,
+        }
+    }
+
+    /// The rule ids of everything that broke, in hop order, less those in `allow`.
+    pub fn broken<'a>(&'a self, allow: &'a [String]) -> impl Iterator<Item = &'static str> + 'a {
+        self.hops
+            .iter()
+            .flat_map(Hop::broken)
+            .filter(move |rule| !allow.iter().any(|a| a == rule))
+    }
+
+    /// Whether no service exported anything of the request: nothing to report on.
+    pub fn saw_nothing(&self) -> bool {
+        self.hops.iter().all(|h| h.trace == TraceVerdict::Unseen)
+    }
+
+    /// The route as text, a line a hop and a line for each thing that broke on it.
+    pub fn text(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "trace {} (sent traceparent {}, tracestate {}, baggage keys {}): {} spans exported",
+            self.sent.trace_id,
+            self.sent.traceparent(),
+            if self.sent.trace_state.is_empty() {
+                "none"
+            } else {
+                &self.sent.trace_state
+            },
+            self.sent.baggage_keys.join(","),
+            self.spans
+        );
+        for (n, hop) in self.hops.iter().enumerate() {
+            let to = hop.to.as_deref().unwrap_or("?");
+            let via = match hop.parent {
+                ParentVerdict::Reparented { .. } if hop.sender.is_some() => "? -> ",
+                _ => "",
+            };
+            let _ = write!(
+                out,
+                "{:>2}. {} -> {via}{to} ({})",
+                n + 1,
+                hop.from,
+                hop.kind
+            );
+            if !hop.in_probe_trace {
+                let _ = write!(out, " in trace {}", hop.trace_id);
+            }
+            out.push_str(": ");
+            out.push_str(&hop_summary(hop));
+            out.push('\n');
+        }
+    }
+
+    /// The route as JSON: `trace_id`, `sent`, `spans` and `hops` (each with its verdicts and
+    /// `broken`, the rule ids of what broke).
+    pub fn json(&self) -> Json {
+        let hex = |s: Option<SpanId>| s.map(|s| s.to_string());
+        json!({
+            "trace_id": self.sent.trace_id.to_string(),
+            "sent": {
+                "traceparent": self.sent.traceparent(),
+                "tracestate": self.sent.trace_state,
+                "baggage_keys": self.sent.baggage_keys,
+            },
+            "spans": self.spans,
+            "hops": self.hops.iter().map(|h| json!({
+                "from": h.from,
+                "to": h.to,
+                "kind": h.kind,
+                "trace_id": h.trace_id.to_string(),
+                "in_probe_trace": h.in_probe_trace,
+                "sender_span_id": hex(h.sender),
+                "receiver_span_id": hex(h.receiver),
+                "trace": match &h.trace {
+                    TraceVerdict::Kept => json!("kept"),
+                    TraceVerdict::Lost { new_trace, cause } => json!({
+                        "lost": {"new_trace_id": new_trace.to_string(), "cause": cause}
+                    }),
+                    TraceVerdict::Unseen => json!("unseen"),
+                },
+                "parent": match &h.parent {
+                    ParentVerdict::Kept => json!("kept"),
+                    ParentVerdict::Reparented { parent } => {
+                        json!({"reparented": parent.to_string()})
+                    }
+                    ParentVerdict::NotApplicable => Json::Null,
+                },
+                "flags": match &h.flags {
+                    FlagsVerdict::Kept(f) => json!({"kept": format!("{f:02x}")}),
+                    FlagsVerdict::Dropped { sent, received } => json!({
+                        "dropped": {"sent": format!("{sent:02x}"), "received": format!("{received:02x}")}
+                    }),
+                    FlagsVerdict::NotReported => json!("not reported"),
+                    FlagsVerdict::NotApplicable => Json::Null,
+                },
+                "tracestate": match &h.trace_state {
+                    TraceStateVerdict::Kept => json!("kept"),
+                    TraceStateVerdict::Added { keys } => json!({"added": keys}),
+                    TraceStateVerdict::Dropped { keys } => json!({"dropped": keys}),
+                    TraceStateVerdict::NotApplicable => Json::Null,
+                },
+                "baggage": match &h.baggage {
+                    BaggageVerdict::Kept => json!("kept"),
+                    BaggageVerdict::Dropped { keys } => json!({"dropped": keys}),
+                    BaggageVerdict::NotObservable => json!("not observable"),
+                    BaggageVerdict::NotApplicable => Json::Null,
+                },
+                "broken": h.broken(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// One hop's verdicts in words: `trace kept, parent kept, flags 03 kept, ...`.
+fn hop_summary(hop: &Hop) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    match &hop.trace {
+        TraceVerdict::Kept => parts.push("trace kept".into()),
+        TraceVerdict::Lost { new_trace, cause } => {
+            let mut lost = format!("TRACE LOST: {} started trace {new_trace}", hop.to.as_deref().unwrap_or("?"));
+            if let Some(cause) = cause {
+                let _ = write!(lost, " ({})", new_root_cause(cause));
+            }
+            parts.push(lost);
+        }
+        TraceVerdict::Unseen => parts.push(
+            "not seen: no span of the receiving side arrived (not instrumented, or not exporting here)"
+                .into(),
+        ),
+    }
+    match &hop.parent {
+        ParentVerdict::Kept => parts.push("parent kept".into()),
+        ParentVerdict::Reparented { parent } => parts.push(format!(
+            "PARENT CHANGED to span {parent} that nobody exported (an unreported hop in between: a proxy or an uninstrumented service)"
+        )),
+        ParentVerdict::NotApplicable => {}
+    }
+    match &hop.flags {
+        FlagsVerdict::Kept(f) => parts.push(format!("flags {f:02x} kept")),
+        FlagsVerdict::Dropped { sent, received } => {
+            parts.push(format!(
+                "FLAGS DROPPED ({sent:02x} sent, {received:02x} received)"
+            ));
+        }
+        FlagsVerdict::NotReported => parts.push("flags not reported".into()),
+        FlagsVerdict::NotApplicable => {}
+    }
+    match &hop.trace_state {
+        TraceStateVerdict::Kept => parts.push("tracestate kept".into()),
+        TraceStateVerdict::Added { keys } => {
+            parts.push(format!(
+                "tracestate kept ({} added at the front)",
+                keys.join(", ")
+            ));
+        }
+        TraceStateVerdict::Dropped { keys } => {
+            parts.push(format!("TRACESTATE DROPPED ({})", keys.join(", ")));
+        }
+        TraceStateVerdict::NotApplicable => {}
+    }
+    match &hop.baggage {
+        BaggageVerdict::Kept => parts.push("baggage kept".into()),
+        BaggageVerdict::Dropped { keys } => {
+            parts.push(format!("BAGGAGE DROPPED ({})", keys.join(", ")));
+        }
+        BaggageVerdict::NotObservable => parts.push("baggage not observable".into()),
+        BaggageVerdict::NotApplicable => {}
+    }
+    parts.join(", ")
+}
+
+/// `lens.trace.new_root` in words.
+fn new_root_cause(cause: &str) -> String {
+    match cause {
+        "none" => "it received no traceparent".to_owned(),
+        other => format!("lens.trace.new_root = {other}"),
+    }
+}
+
+/// Whether `span` received its context from another process: a SERVER or CONSUMER span whose
+/// parent is remote, in another service, or not in the trace.
+fn is_receiver(span: &Span, spans: &[Span]) -> bool {
+    if !matches!(span.kind, SpanKind::Server | SpanKind::Consumer) {
+        return false;
+    }
+    let Some(parent) = span.parent_span_id else {
+        return false;
+    };
+    if span.parent_is_remote() == Some(true) {
+        return true;
+    }
+    spans
+        .iter()
+        .find(|s| s.span_id == parent)
+        .is_none_or(|p| p.service() != span.service())
+}
+
+/// The kind of crossing a receiving span stands for.
+fn crossing(span: &Span) -> String {
+    let rpc = span
+        .attribute("rpc.system.name")
+        .or_else(|| span.attribute("rpc.system"))
+        .and_then(Value::as_str);
+    if let Some(system) = rpc {
+        return system.to_owned();
+    }
+    if span.attribute("http.request.method").is_some() || span.attribute("http.method").is_some() {
+        return "http".to_owned();
+    }
+    if span.attribute("messaging.system").is_some()
+        || span.attribute("messaging.destination.name").is_some()
+    {
+        return "messaging".to_owned();
+    }
+    span.kind.name().to_lowercase()
+}
+
+/// The W3C trace flags of `span` when its exporter reports them: an exported span was
+/// sampled, so flags without the sampled bit were not reported.
+fn reported_flags(span: &Span) -> Option<u8> {
+    let flags = (span.flags & 0xff) as u8;
+    (flags & 0x01 != 0).then_some(flags)
+}
+
+/// A `tracestate` value's entries, `(key, value)` in order.
+fn entries(trace_state: &str) -> Vec<(&str, &str)> {
+    trace_state
+        .split(',')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .filter_map(|m| m.split_once('='))
+        .collect()
+}
+
+fn compare_trace_state(sent: &str, received: &str) -> TraceStateVerdict {
+    let sent = entries(sent);
+    if sent.is_empty() {
+        return TraceStateVerdict::NotApplicable;
+    }
+    let received = entries(received);
+    let missing: Vec<String> = sent
+        .iter()
+        .filter(|(k, _)| !received.iter().any(|(r, _)| r == k))
+        .map(|(k, _)| (*k).to_owned())
+        .collect();
+    if !missing.is_empty() {
+        return TraceStateVerdict::Dropped { keys: missing };
+    }
+    if sent == received {
+        return TraceStateVerdict::Kept;
+    }
+    // Every key is there: what differs was added or updated (a vendor moves its own entry to
+    // the front when it updates it).
+    let keys = received
+        .iter()
+        .filter(|entry| !sent.contains(entry))
+        .map(|(k, _)| (*k).to_owned())
+        .collect();
+    TraceStateVerdict::Added { keys }
+}
+
+fn compare_baggage(sent: &[String], receiver: &Span) -> BaggageVerdict {
+    if sent.is_empty() {
+        return BaggageVerdict::NotApplicable;
+    }
+    let Some(listed) = receiver.attribute(BAGGAGE_KEYS) else {
+        return BaggageVerdict::NotObservable;
+    };
+    let keys: Vec<&str> = match listed {
+        Value::Array(values) => values.iter().filter_map(Value::as_str).collect(),
+        Value::String(s) => s.split(',').map(str::trim).collect(),
+        _ => return BaggageVerdict::NotObservable,
+    };
+    let missing: Vec<String> = sent
+        .iter()
+        .filter(|k| !keys.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    if missing.is_empty() {
+        BaggageVerdict::Kept
+    } else {
+        BaggageVerdict::Dropped { keys: missing }
+    }
+}
+
+/// The hops of one trace: its receiving spans, and its senders with no receiver.
+fn trace_hops(
+    sent: &Sent,
+    spans: &[Span],
+    in_probe_trace: bool,
+    findings: &[&Finding],
+    session: &Session,
+) -> Vec<Hop> {
+    let by_id = |id: SpanId| spans.iter().find(|s| s.span_id == id);
+    // Senders (CLIENT, PRODUCER) that no receiver in this trace names as its parent.
+    let mut orphans: Vec<&Span> = spans
+        .iter()
+        .filter(|s| {
+            matches!(s.kind, SpanKind::Client | SpanKind::Producer)
+                && !spans
+                    .iter()
+                    .any(|r| r.parent_span_id == Some(s.span_id) && is_receiver(r, spans))
+        })
+        .collect();
+    let mut ordered: Vec<(u64, Hop)> = Vec::new();
+    for receiver in spans.iter().filter(|s| is_receiver(s, spans)) {
+        let Some(parent_id) = receiver.parent_span_id else {
+            continue;
+        };
+        let exported = by_id(parent_id);
+        // A parent nobody exported: an unreported hop in between. Its sender is the orphan of
+        // another service that was waiting on the wire when the receiver started.
+        let through = exported.is_none().then(|| {
+            orphans
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| {
+                    s.service() != receiver.service()
+                        && s.start_unix_nano <= receiver.start_unix_nano
+                        && receiver.start_unix_nano <= s.end_unix_nano
+                })
+                .max_by_key(|(_, s)| s.start_unix_nano)
+                .map(|(i, _)| i)
+        });
+        let through = through.flatten().map(|i| orphans.remove(i));
+        let sender = exported.or(through);
+        let from = sender.map_or("?", Span::service).to_owned();
+        let (parent, flags, trace_state, baggage) = match sender {
+            None => (
+                ParentVerdict::Reparented { parent: parent_id },
+                FlagsVerdict::NotApplicable,
+                TraceStateVerdict::NotApplicable,
+                BaggageVerdict::NotApplicable,
+            ),
+            Some(sender) => {
+                let flags = match (reported_flags(sender), reported_flags(receiver)) {
+                    (Some(s), Some(r)) if s & !r != 0 => FlagsVerdict::Dropped {
+                        sent: s,
+                        received: r,
+                    },
+                    (Some(_), Some(r)) => FlagsVerdict::Kept(r),
+                    _ => FlagsVerdict::NotReported,
+                };
+                let baggage = if in_probe_trace {
+                    compare_baggage(&sent.baggage_keys, receiver)
+                } else {
+                    BaggageVerdict::NotApplicable
+                };
+                let parent = if exported.is_some() {
+                    ParentVerdict::Kept
+                } else {
+                    ParentVerdict::Reparented { parent: parent_id }
+                };
+                (
+                    parent,
+                    flags,
+                    compare_trace_state(&sender.trace_state, &receiver.trace_state),
+                    baggage,
+                )
+            }
+        };
+        ordered.push((
+            receiver.start_unix_nano,
+            Hop {
+                from,
+                to: Some(receiver.service().to_owned()),
+                kind: crossing(receiver),
+                trace_id: receiver.trace_id,
+                sender: sender.map(|s| s.span_id),
+                receiver: Some(receiver.span_id),
+                in_probe_trace,
+                trace: TraceVerdict::Kept,
+                parent,
+                flags,
+                trace_state,
+                baggage,
+            },
+        ));
+    }
+    // Senders nobody received in this trace: lost (paired by the doctor) or unseen.
+    for sender in orphans {
+        let paired = findings
+            .iter()
+            .find(|f| f.span_ids.first() == Some(&sender.span_id) && f.trace_ids.len() == 2);
+        let (to, trace, receiver, kind) = match paired {
+            Some(f) => {
+                let new_trace = f.trace_ids[1];
+                let receiver = f.span_ids.get(1).copied();
+                let span = receiver.and_then(|r| {
+                    session
+                        .assembler()
+                        .trace(&new_trace)
+                        .and_then(|t| t.spans.iter().find(|s| s.span_id == r))
+                });
+                let cause = span
+                    .and_then(|s| s.attribute(NEW_ROOT))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                (
+                    f.services.get(1).cloned(),
+                    TraceVerdict::Lost { new_trace, cause },
+                    receiver,
+                    span.map_or_else(|| crossing(sender), crossing),
+                )
+            }
+            None => (None, TraceVerdict::Unseen, None, crossing(sender)),
+        };
+        ordered.push((
+            sender.end_unix_nano,
+            Hop {
+                from: sender.service().to_owned(),
+                to,
+                kind,
+                trace_id: sender.trace_id,
+                sender: Some(sender.span_id),
+                receiver,
+                in_probe_trace,
+                trace,
+                parent: ParentVerdict::NotApplicable,
+                flags: FlagsVerdict::NotApplicable,
+                trace_state: TraceStateVerdict::NotApplicable,
+                baggage: BaggageVerdict::NotApplicable,
+            },
+        ));
+    }
+    ordered.sort_by_key(|(at, _)| *at);
+    ordered.into_iter().map(|(_, hop)| hop).collect()
+}
+
+#[cfg(test)]
+mod tests;
