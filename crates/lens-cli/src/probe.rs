@@ -246,6 +246,9 @@ async fn run(
         |_| "the --http address".to_owned(),
         |a| format!("http://{a}"),
     );
+    let grpc_addr = grpc
+        .local_addr()
+        .map_or_else(|_| args.grpc.to_string(), |a| a.to_string());
     let (sender, mut batches) = mpsc::channel::<Batch>(256);
     let grpc_sender = sender.clone();
     tokio::spawn(async move {
@@ -256,10 +259,7 @@ async fn run(
         let _ = receive::http::serve(http, router, std::future::pending()).await;
     });
 
-    eprintln!(
-        "lens probe: receiving OTLP on {endpoint} (and gRPC on {})",
-        args.grpc
-    );
+    eprintln!("lens probe: receiving OTLP on {endpoint} (and OTLP/gRPC on {grpc_addr})");
     let sent = fresh();
     let method = match (&args.method, &body) {
         (Some(method), _) => method.clone(),

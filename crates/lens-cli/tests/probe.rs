@@ -244,23 +244,30 @@ async fn chain(proxy: Proxy) -> (String, Vec<Service>) {
     )
 }
 
-/// `lens probe ARGS URL` against `services`: their spans go to the probe's receiver once it has
-/// its answer and `spans` of them have ended. Returns the exit code and the route (`--json`).
+/// `lens probe --json ARGS URL` against `services`: the exit code and the route.
 async fn probe(
     url: &str,
     services: &[Service],
     spans: usize,
     args: &[&str],
 ) -> (Option<i32>, Value) {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let (code, out) = probe_text(url, services, spans, &all).await;
+    let route = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    (code, route)
+}
+
+/// `lens probe ARGS URL` against `services`: their spans go to the probe's receiver once it has
+/// its answer and `spans` of them have ended. Returns the exit code and standard output.
+async fn probe_text(
+    url: &str,
+    services: &[Service],
+    spans: usize,
+    args: &[&str],
+) -> (Option<i32>, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_lens"))
-        .args([
-            "probe",
-            "--json",
-            "--grpc",
-            "127.0.0.1:0",
-            "--http",
-            "127.0.0.1:0",
-        ])
+        .args(["probe", "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"])
         .args(["--quiet-for", "3", "--wait", "30", "-d", "{}"])
         .args(args)
         .arg(url)
@@ -299,14 +306,10 @@ async fn probe(
         service.export_to(&endpoint).await;
     }
     let output = tokio::task::block_in_place(|| child.wait_with_output()).unwrap();
-    let rest: Vec<String> = rx.try_iter().collect();
-    let route = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {} {said:?} {rest:?}",
-            String::from_utf8_lossy(&output.stdout)
-        )
-    });
-    (output.status.code(), route)
+    (
+        output.status.code(),
+        String::from_utf8(output.stdout).unwrap(),
+    )
 }
 
 /// The hop from `from` to `to` in the route.
@@ -512,4 +515,28 @@ fn bad_arguments_are_usage_errors() {
         assert_eq!(code, Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_text_report_names_each_hop_in_order_and_what_broke() {
+    let (url, services) = chain(Proxy::DropAll).await;
+    let (code, out) = probe_text(&url, &services, 3, &[]).await;
+    assert_eq!(code, Some(1));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(lines[0].starts_with("trace "), "{out}");
+    assert!(
+        lines[0].contains("tracestate lens=probe,rojo=00f067aa0ba902b7, baggage keys lens.probe"),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with(" 1. lens probe -> gateway (http): trace kept, parent kept, flags 03 kept, tracestate kept, baggage kept"),
+        "{out}"
+    );
+    assert!(
+        lines[2].starts_with(" 2. gateway -> planner (http): TRACE LOST: planner started trace "),
+        "{out}"
+    );
+    assert!(lines[2].ends_with("(it received no traceparent)"), "{out}");
+    println!("{out}");
 }
