@@ -44,7 +44,8 @@
 //! adapters (`with_tracer`, `with_propagator`, `with_global_propagator`, `with_inbound_policy`,
 //! `with_filter`, `with_span_name`, `with_random_flag_on_new_traces`,
 //! `with_request_attributes`, `with_response_attributes`, `with_classifier`, `with_on_failure`,
-//! `with_meter`, `with_global_meter`).
+//! `with_meter`, `with_global_meter`, `with_baggage_keys`: the keys, never the values, of the
+//! baggage a request brought, as `lens.baggage.keys`, off by default).
 //!
 //! What counts as an error is the classifier's: by default 5xx ([`HttpServerErrors`]), for
 //! example 404s as errors too:

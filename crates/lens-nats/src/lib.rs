@@ -43,8 +43,8 @@
 //! - Parent or link ([`ConsumerParent`]), the inbound trust policy per subject
 //!   ([`DestinationPolicy`]), and the knobs of every lens adapter (`with_filter`,
 //!   `with_span_name`, `with_request_attributes`, `with_response_attributes`,
-//!   `with_classifier`, `with_on_failure`, `with_meter`): lens-span's messaging lifecycle,
-//!   written once.
+//!   `with_classifier`, `with_on_failure`, `with_meter`, `with_baggage_keys`): lens-span's
+//!   messaging lifecycle, written once.
 //! - Bad input never costs a message: a malformed, repeated or oversized `traceparent`, an
 //!   over-limit `tracestate`, odd values or no headers at all: the message is delivered as
 //!   sent, its `process` span starts a new trace and records why (`lens.trace.new_root`),

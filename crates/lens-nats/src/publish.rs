@@ -132,12 +132,17 @@ impl Shared {
             self.options
                 .start_operation(&info, &operation, &parent, Vec::new())
         });
+        let mut baggage_sent = false;
         if decision.inject {
             let cx = span.as_ref().map_or(&parent, LiveSpan::context);
             let outbound = self.options.policy().decide(self.server.address.as_str());
             self.options
                 .propagation()
                 .inject_message(outbound, cx, &mut NatsHeaders(headers));
+            baggage_sent = outbound.baggage;
+        }
+        if let Some(span) = &span {
+            self.options.record_baggage_sent(span, baggage_sent);
         }
         span
     }

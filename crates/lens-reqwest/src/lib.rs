@@ -29,7 +29,8 @@
 //!   `with_outbound_policy`, `with_filter` (span or not, inject or not), `with_span_name`,
 //!   `with_random_flag_on_new_traces`, `with_request_attributes`, `with_response_attributes`,
 //!   `with_classifier` (which statuses are errors: by default 4xx and 5xx, [`HttpClientErrors`]),
-//!   `with_on_failure`.
+//!   `with_on_failure`, `with_baggage_keys` (the keys, never the values, of the baggage sent,
+//!   as `lens.baggage.keys`; off by default).
 //! * [`RequestBuilderExt`]: for plain reqwest, `.inject_context()` on a `RequestBuilder`.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

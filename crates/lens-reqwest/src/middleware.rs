@@ -216,6 +216,7 @@ impl ClientMiddleware {
                 .propagation()
                 .inject_headers(decision, span.context(), req.headers_mut());
         }
+        options.record_baggage_sent(&span, filter.inject && decision.baggage);
         Some(span)
     }
 }

@@ -5,7 +5,8 @@
 /// `fn options_mut(&mut self) -> &mut lens_span::SpanOptions<A, P>`:
 /// `with_tracer`, `with_propagator`, `with_global_propagator`, `with_random_flag_on_new_traces`,
 /// `with_filter`, `with_span_name`, `with_request_attributes`, `with_response_attributes`,
-/// `with_classifier`, `with_on_failure`, `with_meter`, `with_global_meter`, and the policy knob named in the call
+/// `with_classifier`, `with_on_failure`, `with_meter`, `with_global_meter`, `with_baggage_keys`,
+/// and the policy knob named in the call
 /// (`with_inbound_policy` or `with_outbound_policy`); and `Default` as the type's `new()`.
 ///
 /// ```text
@@ -141,6 +142,17 @@ macro_rules! span_knobs {
             /// (install the provider first, or use `with_meter`).
             pub fn with_global_meter(mut self) -> Self {
                 self.options_mut().set_global_meter();
+                self
+            }
+
+            /// Records on each span the keys of the baggage its call carried, never the values:
+            /// `lens.baggage.keys`, a string array in arrival order, empty for no baggage
+            /// (lens_span::baggage_keys). A server or consumer records what the inbound policy
+            /// let in, a client or producer what the outbound policy let out; `lens check`
+            /// compares the two across a hop (docs/doctor.md#baggage-dropped). Off by default:
+            /// nothing is built per request.
+            pub fn with_baggage_keys(mut self, on: bool) -> Self {
+                self.options_mut().set_baggage_keys(on);
                 self
             }
 

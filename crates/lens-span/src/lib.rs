@@ -71,9 +71,12 @@
 //!   the HTTP ones (and the host/port rule of every adapter); [`redact`]: credentials kept out
 //!   of `url.full` / `url.query`; [`scope`]: the instrumentation scope; [`new_root`]: why a
 //!   SERVER span starts a new trace (the `lens.trace.new_root` attribute); [`messaging`]: the
-//!   messaging lifecycle (send, receive, process, settle) for message-queue adapters.
+//!   messaging lifecycle (send, receive, process, settle) for message-queue adapters;
+//!   [`baggage_keys`]: the keys (never the values) of the baggage a call carried, the opt-in
+//!   `lens.baggage.keys` attribute.
 #![forbid(unsafe_code)]
 
+pub mod baggage_keys;
 mod body;
 pub mod classify;
 pub mod httpconv;

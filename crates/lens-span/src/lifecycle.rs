@@ -105,6 +105,7 @@ pub struct SpanOptions<A: Adapter, P> {
     responder: Responder<A>,
     on_failure: Option<Arc<OnFailureFn>>,
     metrics: MetricsConfig,
+    baggage_keys: bool,
 }
 
 /// The metrics knobs: the adapter's kind of call, the meter (none: metrics off), the opt-ins,
@@ -140,6 +141,7 @@ impl<A: Adapter, P: Clone> Clone for SpanOptions<A, P> {
             responder: self.responder.clone(),
             on_failure: self.on_failure.clone(),
             metrics: self.metrics.clone(),
+            baggage_keys: self.baggage_keys,
         }
     }
 }
@@ -156,6 +158,7 @@ impl<A: Adapter, P: fmt::Debug> fmt::Debug for SpanOptions<A, P> {
             .field("responder", &self.responder)
             .field("on_failure", &self.on_failure.is_some())
             .field("metrics", &self.metrics.recorder)
+            .field("baggage_keys", &self.baggage_keys)
             .finish_non_exhaustive()
     }
 }
@@ -185,6 +188,7 @@ impl<A: Adapter, P> SpanOptions<A, P> {
                 opt_in: OptIn::default(),
                 recorder: None,
             },
+            baggage_keys: false,
         }
     }
 
@@ -237,6 +241,14 @@ impl<A: Adapter, P> SpanOptions<A, P> {
     pub fn set_body_sizes(&mut self, on: bool) {
         self.metrics.opt_in.body_sizes = on;
         self.metrics.rebuild();
+    }
+
+    /// Whether spans record the keys (never the values) of the baggage their call carried:
+    /// `lens.baggage.keys` ([`crate::baggage_keys`]), off by default. SERVER and CONSUMER spans
+    /// record it as they start; CLIENT and PRODUCER spans when the adapter calls
+    /// [`SpanOptions::record_baggage_sent`].
+    pub fn set_baggage_keys(&mut self, on: bool) {
+        self.baggage_keys = on;
     }
 
     /// Starts spans with `tracer`.
@@ -360,6 +372,32 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         }
     }
 
+    /// With the baggage-keys knob on, pushes `lens.baggage.keys` of the baggage in `cx` (the
+    /// Context a SERVER or CONSUMER span starts under): nothing, and no allocation, when off.
+    #[inline]
+    pub(crate) fn push_baggage_keys(&self, attributes: &mut Vec<KeyValue>, cx: &Context) {
+        if self.baggage_keys {
+            attributes.push(crate::baggage_keys::of(cx));
+        }
+    }
+
+    /// With the baggage-keys knob on ([`SpanOptions::set_baggage_keys`]), records on a CLIENT or
+    /// PRODUCER `span` the keys of the baggage its request or message carried: those of the
+    /// span's Context when `sent` (the adapter injected with the outbound decision's `baggage`
+    /// set), none (an empty list) when not. Call it once, after injecting. Nothing when off.
+    #[inline]
+    pub fn record_baggage_sent(&self, span: &LiveSpan, sent: bool) {
+        if !self.baggage_keys {
+            return;
+        }
+        let attribute = if sent {
+            crate::baggage_keys::of(span.context())
+        } else {
+            crate::baggage_keys::attribute(&lens_core::baggage::BaggageList::new())
+        };
+        span.span().set_attribute(attribute);
+    }
+
     /// The metrics of a call starting now with the adapter's `attributes` (before the hook's):
     /// nothing without a meter.
     #[inline]
@@ -392,6 +430,7 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         inbound: InboundContext,
     ) -> LiveSpan {
         let metrics = self.call_metrics(&attributes);
+        self.push_baggage_keys(&mut attributes, &inbound.parent);
         let name = self.name_and_attributes(request, default_name, &mut attributes);
         let mut builder = builder(name, SpanKind::Server, attributes);
         if let Some(link) = inbound.link {

@@ -471,6 +471,7 @@ impl<A: Adapter> SpanOptions<A, DestinationPolicy> {
             }
         };
         attributes.extend(new_root);
+        self.push_baggage_keys(&mut attributes, &parent_cx);
         let current_span = current.span();
         let current_sc = current_span.span_context();
         if current_sc.is_valid() && !links.iter().any(|l| l.span_context == *current_sc) {

@@ -264,6 +264,7 @@ where
                 &mut GrpcHeaders(request.headers_mut()),
             );
         }
+        options.record_baggage_sent(&span, filter.inject && decision.baggage);
 
         let future = self.inner.call(request);
         ResponseFuture::new(future, span, config.call_end(SpanSide::Client))

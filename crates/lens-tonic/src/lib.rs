@@ -34,7 +34,7 @@
 //!   the same knobs under the same names (`with_tracer`, `with_propagator`,
 //!   `with_global_propagator`, `with_inbound_policy` / `with_outbound_policy`, `with_filter`,
 //!   `with_span_name`, `with_random_flag_on_new_traces`, `with_request_attributes`,
-//!   `with_response_attributes`, `with_classifier`, `with_on_failure`) plus
+//!   `with_response_attributes`, `with_classifier`, `with_on_failure`, `with_baggage_keys`) plus
 //!   `with_rpc_conventions`. A classifier sees the call's [`tonic::Code`]; the default is the
 //!   side's ([`SpanSide`]: any code but OK on clients, the six server codes of the conventions
 //!   on servers), classified when the status arrives (in the trailers, at the end of a stream). The RPC attributes follow

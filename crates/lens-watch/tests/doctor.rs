@@ -1189,3 +1189,146 @@ fn a_consumer_that_continued_the_trace_or_by_link_is_no_finding() {
     // A message nobody consumed (or whose consumer is not instrumented): no finding.
     assert_eq!(check(&[send(A, &[])]), []);
 }
+
+/// One hop: the CLIENT's and the SERVER's tracestate and attributes.
+type HopSides<'a> = [(&'a str, &'a [(&'a str, Json)]); 2];
+
+/// gateway -> planner hops in trace A, one per item: a CLIENT span (id 2n + 2, under
+/// gateway's root) and its SERVER child (id 2n + 3), each with its tracestate and attributes.
+fn hops(hops: &[HopSides<'_>]) -> [String; 2] {
+    let traced = |mut span: Json, trace_state: &str| {
+        if !trace_state.is_empty() {
+            span["traceState"] = json!(trace_state);
+        }
+        span
+    };
+    let mut gateway = vec![span(A, 1, 0, "request", SERVER, (0, 10_000), 0x101, &[])];
+    let mut planner = Vec::new();
+    for (n, [(client_ts, client), (server_ts, server)]) in (0u64..).zip(hops) {
+        let (id, at) = (2 * n + 2, 1000 * n);
+        let client = span(A, id, 1, "GET", CLIENT, (at + 100, at + 900), 0x101, client);
+        gateway.push(traced(client, client_ts));
+        let server = span(
+            A,
+            id + 1,
+            id,
+            "GET /plan",
+            SERVER,
+            (at + 200, at + 800),
+            0x101,
+            server,
+        );
+        planner.push(traced(server, server_ts));
+    }
+    [export("gateway", gateway), export("planner", planner)]
+}
+
+/// `lens.baggage.keys` as a lens adapter records it: a string array.
+fn keys(keys: &[&str]) -> Json {
+    json!({"arrayValue": {"values": keys.iter().map(|k| s(k)).collect::<Vec<_>>()}})
+}
+
+const SENT: &str = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7";
+
+#[test]
+fn tracestate_dropped_where_the_child_s_service_reports_tracestate() {
+    // The first hop lost it; the second shows planner's exporter reports tracestate.
+    let findings = check(&hops(&[
+        [(SENT, &[]), ("", &[])],
+        [(SENT, &[]), (SENT, &[])],
+    ]));
+    assert_eq!(rules(&findings), ["tracestate-dropped"]);
+    let finding = &findings[0];
+    assert_eq!(finding.severity(), Severity::Warning);
+    assert_eq!(finding.services, ["gateway", "planner"]);
+    assert_eq!(
+        finding.span_ids,
+        [
+            SpanId([0, 0, 0, 0, 0, 0, 0, 2]),
+            SpanId([0, 0, 0, 0, 0, 0, 0, 3])
+        ]
+    );
+    assert!(
+        finding
+            .message
+            .contains("the tracestate of gateway (congo, rojo) did not reach planner")
+            && finding
+                .message
+                .contains("make it forward the tracestate header"),
+        "{}",
+        finding.message
+    );
+}
+
+#[test]
+fn no_tracestate_dropped_where_unknown_or_changed() {
+    // planner never reports tracestate: an exporter that leaves it out, or a drop on every
+    // hop; either way, nothing to go on.
+    assert_eq!(check(&hops(&[[(SENT, &[]), ("", &[])]])), []);
+    // Changed is not dropped: an entry added at the front, a value changed.
+    let changed = format!("new=1,{SENT}");
+    let rewritten = "congo=x,rojo=00f067aa0ba902b7";
+    for child in [changed.as_str(), rewritten] {
+        assert_eq!(check(&hops(&[[(SENT, &[]), (child, &[])]])), [], "{child}");
+    }
+    // Nothing sent: nothing dropped, even where planner reports tracestate elsewhere.
+    assert_eq!(
+        check(&hops(&[[("", &[]), ("", &[])], [(SENT, &[]), (SENT, &[])]])),
+        []
+    );
+}
+
+#[test]
+fn baggage_dropped_names_the_keys_and_the_likely_cause() {
+    let sent = [("lens.baggage.keys", keys(&["a", "b"]))];
+    for (received, missing, cause) in [
+        (
+            keys(&["a"]),
+            "baggage keys b sent by gateway",
+            "planner received its other keys",
+        ),
+        (
+            keys(&[]),
+            "baggage keys a, b sent by gateway",
+            "planner received no baggage",
+        ),
+    ] {
+        let received = [("lens.baggage.keys", received)];
+        let findings = check(&hops(&[[("", &sent), ("", &received)]]));
+        assert_eq!(rules(&findings), ["baggage-dropped"], "{missing}");
+        assert_eq!(findings[0].services, ["gateway", "planner"]);
+        assert!(
+            findings[0].message.contains(missing) && findings[0].message.contains(cause),
+            "{}",
+            findings[0].message
+        );
+    }
+    // Over a queue: the PRODUCER's keys and its CONSUMER child's.
+    let findings = check(&[
+        send(A, &[("lens.baggage.keys", keys(&["a", "b"]))]),
+        process(
+            A,
+            2,
+            5_500,
+            "rollout.jobs",
+            &[("lens.baggage.keys", keys(&["b"]))],
+        ),
+    ]);
+    assert_eq!(rules(&findings), ["baggage-dropped"]);
+    assert_eq!(findings[0].services, ["trainer", "rollout-worker"]);
+}
+
+#[test]
+fn no_baggage_dropped_unless_both_sides_record_keys() {
+    let sent = [("lens.baggage.keys", keys(&["a", "b"]))];
+    // Everything arrived, and more (the server's own gateway added one).
+    let more = [("lens.baggage.keys", keys(&["b", "a", "c"]))];
+    assert_eq!(check(&hops(&[[("", &sent), ("", &more)]])), []);
+    // One side does not record keys (the knob off there, or not a lens adapter).
+    let none = [("lens.baggage.keys", keys(&[]))];
+    assert_eq!(check(&hops(&[[("", &sent), ("", &[])]])), []);
+    assert_eq!(check(&hops(&[[("", &[]), ("", &none)]])), []);
+    // Not a list of keys: not lens's attribute.
+    let odd = [("lens.baggage.keys", s("a"))];
+    assert_eq!(check(&hops(&[[("", &sent), ("", &odd)]])), []);
+}

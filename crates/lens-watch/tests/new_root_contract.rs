@@ -1,6 +1,7 @@
 //! The `lens.trace.new_root` contract: every value lens-span writes on a span that starts a new
 //! trace (its HTTP/gRPC servers and its message consumers) is read back by the doctor's parser
-//! as the same cause, under the same key, so that the writer and the reader cannot drift.
+//! as the same cause, under the same key, so that the writer and the reader cannot drift; and
+//! the `lens.baggage.keys` it writes is what `baggage-dropped` reads.
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 use http::HeaderMap;
@@ -78,4 +79,22 @@ fn every_value_lens_span_writes_is_a_cause_the_doctor_reads() {
             "{value} not written by {seen:?}"
         );
     }
+}
+
+/// `lens.baggage.keys`: the key lens-span writes is the one `baggage-dropped` reads, a string
+/// array (the doctor reads nothing else as recorded keys).
+#[test]
+fn the_baggage_keys_lens_span_writes_are_the_ones_the_doctor_reads() {
+    use lens_watch::diagnose::BAGGAGE_KEYS_ATTRIBUTE;
+    assert_eq!(
+        lens_span::baggage_keys::BAGGAGE_KEYS,
+        BAGGAGE_KEYS_ATTRIBUTE
+    );
+    let list =
+        lens_core::baggage::BaggageList::parse(["a=1,b=2"], &lens_core::Limits::DEFAULT, false);
+    let written = lens_span::baggage_keys::attribute(&list);
+    assert!(matches!(
+        written.value,
+        opentelemetry::Value::Array(opentelemetry::Array::String(ref keys)) if keys.len() == 2
+    ));
 }

@@ -22,6 +22,7 @@
 //! - [`describe()`](describe::describe): a Context as a [`ContextDescription`], and
 //!   [`check_context`] / [`check_extract`] against the vectors' descriptions.
 //! - [`active_context`]: the Context a case's `input.active` describes (with real SDK spans).
+//! - [`baggage_keys`]: the checks of the `lens.baggage.keys` knob, for every adapter.
 //! - [`fixtures`]: the span contexts and baggage the tests and benches use again and again.
 //! - [`metrics`]: a meter provider with the SDK's in-memory metric exporter, and the data points
 //!   it collected, per instrument (the metrics part of every adapter's suite).
@@ -38,6 +39,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod active;
+pub mod baggage_keys;
 pub mod describe;
 pub mod fixtures;
 pub mod metrics;

@@ -47,6 +47,12 @@ pub enum Rule {
     ClockSkew,
     /// The W3C random flag set on a parent and not on its child in another service.
     FlagDropped,
+    /// tracestate entries on a CLIENT or PRODUCER span and none on its child in another service
+    /// (whose exporter is known to report tracestate).
+    TracestateDropped,
+    /// Baggage keys a CLIENT or PRODUCER span recorded sending that its child in another service
+    /// did not record receiving (`lens.baggage.keys` on both).
+    BaggageDropped,
     /// A span that names itself as its parent.
     SelfParent,
     /// Two spans of one trace with the same span id.
@@ -57,12 +63,14 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule, in the order docs/doctor.md explains them.
-    pub const ALL: [Rule; 8] = [
+    pub const ALL: [Rule; 10] = [
         Rule::LostContext,
         Rule::UntrustedLinked,
         Rule::MissingParent,
         Rule::ClockSkew,
         Rule::FlagDropped,
+        Rule::TracestateDropped,
+        Rule::BaggageDropped,
         Rule::SelfParent,
         Rule::DuplicateSpanId,
         Rule::DanglingLink,
@@ -76,6 +84,8 @@ impl Rule {
             Rule::MissingParent => "missing-parent",
             Rule::ClockSkew => "clock-skew",
             Rule::FlagDropped => "flag-dropped",
+            Rule::TracestateDropped => "tracestate-dropped",
+            Rule::BaggageDropped => "baggage-dropped",
             Rule::SelfParent => "self-parent",
             Rule::DuplicateSpanId => "duplicate-span-id",
             Rule::DanglingLink => "dangling-link",

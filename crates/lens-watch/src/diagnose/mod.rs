@@ -10,10 +10,12 @@
 //! start time, so each completion looks at the few candidates for its own requests, never at
 //! every open trace; the index is bounded by count and by age.
 //!
-//! Where a rule cannot decide (an exporter that does not report trace flags, a hop without the
-//! attributes to match it), it says nothing.
+//! Where a rule cannot decide (an exporter that does not report trace flags or tracestate, a
+//! hop without the attributes to match it, baggage keys recorded on one side only), it says
+//! nothing.
 
 mod conventions;
+mod dropped;
 mod finding;
 mod new_root;
 mod pairing;
@@ -23,6 +25,7 @@ mod rules;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
+pub use dropped::BAGGAGE_KEYS_ATTRIBUTE;
 pub use finding::{DOC_BASE, Finding, FindingCounts, Painted, Rule, Severity};
 pub use new_root::{NEW_ROOT_ATTRIBUTE, NewRootCause};
 
@@ -101,6 +104,8 @@ pub struct Doctor {
     seen: HashSet<(TraceId, SpanId)>,
     seen_order: VecDeque<(TraceId, SpanId)>,
     skewed_pairs: HashSet<(Arc<str>, Arc<str>)>,
+    /// Services seen reporting tracestate on a span (`tracestate-dropped` judges only these).
+    trace_state_services: HashSet<Arc<str>>,
     seq: u64,
     newest_end: u64,
 }
@@ -138,6 +143,7 @@ impl Doctor {
         parents.sort_unstable();
         for span in spans {
             self.newest_end = self.newest_end.max(span.end_unix_nano);
+            self.learn_trace_state(span);
         }
         let duplicates = by_id.duplicates();
         for span in duplicates {

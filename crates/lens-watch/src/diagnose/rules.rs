@@ -1,6 +1,6 @@
 //! The rules that read one trace: a missing parent, clock skew between a parent and its child
-//! in another service, a dropped random flag, a span that is its own parent, a duplicate span
-//! id, a link to a span never received.
+//! in another service, a dropped random flag, tracestate or baggage (dropped.rs), a span that is
+//! its own parent, a duplicate span id, a link to a span never received.
 
 use std::sync::Arc;
 
@@ -121,6 +121,7 @@ without it: the linked span was not sampled or not exported",
         if parent.service() == child.service() {
             return;
         }
+        self.dropped_on_hop(id, parent, child, findings);
         // flag-dropped: both exporters report trace flags (the sampled bit of an exported span
         // is set) and the random flag (0x02) did not cross.
         let reports = |s: &Span| s.flags & 0x01 != 0;
