@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use lens_watch::decode::Batch;
+use lens_watch::diagnose::Rule;
 use lens_watch::model::{KeyValue, SpanId, TraceId, Value};
 use lens_watch::probe::{Route, Sent};
 use lens_watch::receive;
@@ -26,13 +27,13 @@ const VENDOR_ENTRY: &str = "rojo=00f067aa0ba902b7";
 /// The baggage key the probe sends (its value: the probe's trace id).
 const BAGGAGE_KEY: &str = "lens.probe";
 
-/// The rule ids the probe reports, for `--allow`.
-const RULES: [&str; 5] = [
-    "lost-context",
-    "missing-parent",
-    "flag-dropped",
-    "tracestate-dropped",
-    "baggage-dropped",
+/// The rules the probe reports, for `--allow`.
+const RULES: [Rule; 5] = [
+    Rule::LostContext,
+    Rule::MissingParent,
+    Rule::FlagDropped,
+    Rule::TracestateDropped,
+    Rule::BaggageDropped,
 ];
 
 /// `lens probe`: one request with a recognisable context; the route it took, hop by hop.
@@ -152,9 +153,13 @@ fn seconds(value: &str) -> Result<Duration, String> {
 /// `--allow`: a rule the probe reports.
 fn rule(value: &str) -> Result<String, String> {
     RULES
-        .contains(&value)
-        .then(|| value.to_owned())
-        .ok_or_else(|| format!("no rule '{value}'; the rules: {}", RULES.join(", ")))
+        .iter()
+        .find(|r| r.id() == value)
+        .map(|r| r.id().to_owned())
+        .ok_or_else(|| {
+            let ids: Vec<&str> = RULES.iter().map(|r| r.id()).collect();
+            format!("no rule '{value}'; the rules: {}", ids.join(", "))
+        })
 }
 
 /// The request body: `-d DATA`, or the contents of FILE for `-d @FILE`.

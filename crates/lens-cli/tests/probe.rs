@@ -18,7 +18,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use lens_axum::{RequestContext, ServerLayer};
 use lens_reqwest::ClientMiddleware;
-use opentelemetry::KeyValue;
 use opentelemetry_otlp::{Protocol, WithExportConfig as _};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
@@ -189,22 +188,8 @@ async fn chain(proxy: Proxy) -> (String, Vec<Service>) {
                 &s.provider,
                 "lens-axum",
             ))
-            .with_request_attributes(
-                |request: &lens_axum::RequestInfo<'_>, attributes: &mut Vec<KeyValue>| {
-                    // What a service records to let the probe see its baggage: the keys only (none
-                    // when no baggage arrived).
-                    let baggage = request.headers.get("baggage").and_then(|v| v.to_str().ok());
-                    let keys: Vec<opentelemetry::StringValue> = baggage
-                        .unwrap_or_default()
-                        .split(',')
-                        .filter_map(|m| m.split_once('=').map(|(k, _)| k.trim().to_owned().into()))
-                        .collect();
-                    attributes.push(KeyValue::new(
-                        "lens.baggage.keys",
-                        opentelemetry::Value::Array(keys.into()),
-                    ));
-                },
-            )
+            // What lets the probe see the baggage: the keys that arrived, never the values.
+            .with_baggage_keys(true)
     };
     let planner_addr = serve(
         Router::new()

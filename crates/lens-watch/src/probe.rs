@@ -30,7 +30,9 @@ use std::sync::Arc;
 
 use serde_json::{Value as Json, json};
 
-use crate::diagnose::{Finding, Rule};
+use crate::diagnose::{
+    BAGGAGE_KEYS_ATTRIBUTE as BAGGAGE_KEYS, Finding, NEW_ROOT_ATTRIBUTE as NEW_ROOT, Rule,
+};
 use crate::model::{
     FLAG_HAS_IS_REMOTE, KeyValue, Resource, Scope, Span, SpanId, SpanKind, Status, TraceId, Value,
 };
@@ -38,15 +40,6 @@ use crate::session::Session;
 
 /// The service name of the probe's own CLIENT span.
 pub const PROBE_SERVICE: &str = "lens probe";
-
-/// The attribute in which a receiving span lists the baggage keys that arrived with its
-/// context (never the values): what lens's adapters record when asked to, and what a service
-/// in another language can record to let the probe see its baggage.
-pub const BAGGAGE_KEYS: &str = "lens.baggage.keys";
-
-/// The attribute a lens server or consumer sets on a span that starts a new trace, with the
-/// cause.
-const NEW_ROOT: &str = "lens.trace.new_root";
 
 /// What the probe sent with its request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,8 +95,28 @@ impl Sent {
         self.span(SpanKind::Client, attributes, start, end)
     }
 
+    /// `lens.baggage.keys` of what the probe sent, as a lens client records it.
+    fn baggage_keys_attribute(&self) -> KeyValue {
+        KeyValue::new(
+            BAGGAGE_KEYS,
+            Value::Array(
+                self.baggage_keys
+                    .iter()
+                    .map(|k| Value::String(k.clone()))
+                    .collect(),
+            ),
+        )
+    }
+
     /// The probe's own span of `kind` with `attributes` (a gRPC call, a published message).
-    pub fn span(&self, kind: SpanKind, attributes: Vec<KeyValue>, start: u64, end: u64) -> Span {
+    pub fn span(
+        &self,
+        kind: SpanKind,
+        mut attributes: Vec<KeyValue>,
+        start: u64,
+        end: u64,
+    ) -> Span {
+        attributes.push(self.baggage_keys_attribute());
         Span {
             trace_id: self.trace_id,
             span_id: self.span_id,
@@ -157,6 +170,7 @@ fn authority(url: &str) -> Option<(String, u16)> {
 
 /// Whether the trace continued over a hop.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TraceVerdict {
     /// The receiver's span is in the sender's trace.
     Kept,
@@ -174,6 +188,7 @@ pub enum TraceVerdict {
 
 /// Whether the receiver's parent is the sender's span.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ParentVerdict {
     /// The receiver's parent is the sender's span.
     Kept,
@@ -189,6 +204,7 @@ pub enum ParentVerdict {
 
 /// Whether the sampled and random flags arrived.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FlagsVerdict {
     /// The receiver reports the flags its sender had.
     Kept(u8),
@@ -207,6 +223,7 @@ pub enum FlagsVerdict {
 
 /// What became of the sender's `tracestate`.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TraceStateVerdict {
     /// The same entries.
     Kept,
@@ -227,6 +244,7 @@ pub enum TraceStateVerdict {
 
 /// What became of the probe's baggage.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BaggageVerdict {
     /// The receiver lists every key the probe sent.
     Kept,
@@ -235,7 +253,8 @@ pub enum BaggageVerdict {
         /// The missing keys.
         keys: Vec<String>,
     },
-    /// The receiver does not say which baggage keys it received ([`BAGGAGE_KEYS`]).
+    /// The receiver does not say which baggage keys it received (`lens.baggage.keys`, what
+    /// lens's adapters record `with_baggage_keys(true)`).
     NotObservable,
     /// Nothing to compare.
     NotApplicable,
@@ -288,10 +307,10 @@ impl Hop {
             out.push(Rule::FlagDropped.id());
         }
         if matches!(self.trace_state, TraceStateVerdict::Dropped { .. }) {
-            out.push("tracestate-dropped");
+            out.push(Rule::TracestateDropped.id());
         }
         if matches!(self.baggage, BaggageVerdict::Dropped { .. }) {
-            out.push("baggage-dropped");
+            out.push(Rule::BaggageDropped.id());
         }
         out
     }

@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::decode::Batch;
+use crate::diagnose::BAGGAGE_KEYS_ATTRIBUTE as BAGGAGE_KEYS;
 use crate::session::SessionConfig;
 use crate::testing::span_at;
 
