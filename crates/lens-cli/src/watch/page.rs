@@ -11,10 +11,10 @@ use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use lens_watch::model::TraceId;
 use lens_watch::diagnose::Severity;
-use lens_watch::{encode, render};
+use lens_watch::model::TraceId;
 use lens_watch::session::{ListFilter, ListOrder};
+use lens_watch::{encode, render};
 use serde_json::{Value, json};
 
 use super::Store;
