@@ -338,6 +338,22 @@ fn the_address_restores_the_filters_and_the_matching_spans_are_highlighted_in_ch
         "{dom}"
     );
     assert_eq!(console_messages(&shown.stderr), Vec::<&str>::new());
+
+    // For a person to look at (docs/watch.md shows it).
+    let screenshot = work.join("watch-find.png");
+    browse(
+        &chromium,
+        &work,
+        &url,
+        &[
+            &format!("--screenshot={}", screenshot.display()),
+            browser_support::WINDOW_SIZE,
+            VIRTUAL_TIME,
+            "--hide-scrollbars",
+        ],
+    );
+    assert!(std::fs::read(&screenshot).unwrap().starts_with(b"\x89PNG"));
+    eprintln!("screenshot: {}", screenshot.display());
 }
 
 #[test]
@@ -392,7 +408,10 @@ fn a_lost_hop_is_marked_in_the_list_and_its_other_trace_is_one_click_away_in_chr
             .unwrap();
         assert_eq!(listed["findings"], "error", "{listed}");
     }
-    assert_eq!(listed(&watch, "service=planner"), [new_trace.clone()]);
+    assert_eq!(
+        listed(&watch, "service=planner"),
+        std::slice::from_ref(&new_trace)
+    );
 
     let work = tempdir(Path::new(env!("CARGO_TARGET_TMPDIR")), "lens-watch-lost");
     for (from, span, to) in [

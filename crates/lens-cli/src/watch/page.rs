@@ -75,15 +75,13 @@ fn bad_request(message: &'static str) -> Response {
 }
 
 impl Filter {
-    /// lens-watch's filter, or the 400 answer that says which parameter is wrong.
-    fn to_list_filter(&self) -> Result<ListFilter, Response> {
+    /// lens-watch's filter, or what is wrong with which parameter (a 400 answer).
+    fn to_list_filter(&self) -> Result<ListFilter, &'static str> {
         let mut wanted = ListFilter::default();
         let id = self.trace_id.trim();
         if !id.is_empty() {
-            wanted.trace_id = Some(
-                TraceId::from_hex(id)
-                    .ok_or_else(|| bad_request("trace_id: not a trace id (32 hex digits)"))?,
-            );
+            wanted.trace_id =
+                Some(TraceId::from_hex(id).ok_or("trace_id: not a trace id (32 hex digits)")?);
         }
         wanted.service = self.service.clone();
         wanted.name = self.name.clone();
@@ -95,7 +93,7 @@ impl Filter {
                 .parse()
                 .ok()
                 .filter(|ms: &f64| ms.is_finite() && *ms >= 0.0)
-                .ok_or_else(|| bad_request("min_ms: not a number of milliseconds"))?;
+                .ok_or("min_ms: not a number of milliseconds")?;
             // Saturates at u64::MAX for an absurd number.
             wanted.min_duration_ns = (ms * 1e6).round() as u64;
         }
@@ -111,7 +109,7 @@ impl Filter {
 async fn list(State(store): State<Store>, Query(filter): Query<Filter>) -> Response {
     let mut wanted = match filter.to_list_filter() {
         Ok(wanted) => wanted,
-        Err(answer) => return answer,
+        Err(wrong) => return bad_request(wrong),
     };
     wanted.limit = LIST_LIMIT;
     let session = store.lock();
@@ -146,9 +144,9 @@ async fn list(State(store): State<Store>, Query(filter): Query<Filter>) -> Respo
     .into_response()
 }
 
-/// The trace id of a path, or the 400 answer.
-fn trace_id(id: &str) -> Result<TraceId, Response> {
-    TraceId::from_hex(id).ok_or_else(|| bad_request("not a trace id (32 hex digits)"))
+/// The trace id of a path, or what is wrong with it (a 400 answer).
+fn trace_id(id: &str) -> Result<TraceId, &'static str> {
+    TraceId::from_hex(id).ok_or("not a trace id (32 hex digits)")
 }
 
 fn not_held() -> Response {
@@ -162,7 +160,7 @@ fn not_held() -> Response {
 async fn trace(State(store): State<Store>, Path(id): Path<String>) -> Response {
     let id = match trace_id(&id) {
         Ok(id) => id,
-        Err(answer) => return answer,
+        Err(wrong) => return bad_request(wrong),
     };
     let session = store.lock();
     let Some(view) = session.view(&id) else {
@@ -181,7 +179,7 @@ async fn matches(
 ) -> Response {
     let (id, wanted) = match (trace_id(&id), filter.to_list_filter()) {
         (Ok(id), Ok(wanted)) => (id, wanted),
-        (Err(answer), _) | (_, Err(answer)) => return answer,
+        (Err(wrong), _) | (_, Err(wrong)) => return bad_request(wrong),
     };
     let Some(spans) = store.lock().matching_spans(&id, &wanted) else {
         return not_held();
@@ -195,7 +193,7 @@ async fn matches(
 async fn otlp(State(store): State<Store>, Path(id): Path<String>) -> Response {
     let id = match trace_id(&id) {
         Ok(id) => id,
-        Err(answer) => return answer,
+        Err(wrong) => return bad_request(wrong),
     };
     let mut line = {
         let session = store.lock();
