@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Instant;
 
-use browser_support::{browse, chromium, console_messages, tempdir};
+use browser_support::{browse, chromium, console_messages, screenshot, tempdir};
 use serde_json::{Value, json};
 use watch_support::{PATIENCE, Watch, command, demo_into, http};
 
@@ -91,6 +91,14 @@ fn two_traces(watch: &Watch) {
     watch.next_stdout();
 }
 
+/// Runs `lens ARGS`, which must succeed; what it printed.
+fn succeed(args: &[&str]) -> std::process::Output {
+    let output = command(args).stdin(Stdio::null()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "lens {args:?}: {stderr}");
+    output
+}
+
 /// The status line and the JSON body of `GET path`.
 fn get(watch: &Watch, path: &str) -> (String, Value) {
     let (status, body) = http(&watch.http, "GET", path, None);
@@ -120,33 +128,39 @@ fn listed(watch: &Watch, query: &str) -> Vec<String> {
 fn each_filter_of_the_list_lets_its_trace_through_and_not_the_near_miss() {
     let watch = Watch::start(&["--json"]);
     two_traces(&watch);
-    let (a, b, both) = (vec![A], vec![B], vec![A, B]);
-    let none: Vec<&str> = Vec::new();
-    assert_eq!(listed(&watch, ""), both);
-    assert_eq!(listed(&watch, &format!("trace_id={A}")), a);
-    assert_eq!(listed(&watch, &format!("trace_id={}", A.to_uppercase())), a);
-    assert_eq!(
-        listed(&watch, &format!("trace_id={}", "a".repeat(32))),
-        none
-    );
-    assert_eq!(listed(&watch, "service=shop"), both);
-    assert_eq!(listed(&watch, "service=sho"), none, "a service is exact");
-    assert_eq!(listed(&watch, "name=QUERY"), a);
-    assert_eq!(listed(&watch, "name=querx"), none);
-    assert_eq!(listed(&watch, "attr=tenant%3Dacme"), a);
-    assert_eq!(listed(&watch, "attr=tenant%3Dacme2"), b);
-    assert_eq!(listed(&watch, "attr=tenant%3Dacm"), none);
-    assert_eq!(listed(&watch, "attr=db.system"), a, "a key alone: present");
-    assert_eq!(listed(&watch, "attr=db.syste"), none);
-    assert_eq!(listed(&watch, "attr=tenant"), both);
-    assert_eq!(listed(&watch, "attr=service.name%3Dshop"), both);
-    assert_eq!(listed(&watch, "errors=1"), a);
-    assert_eq!(listed(&watch, "errors="), both);
-    assert_eq!(listed(&watch, "min_ms=5"), a);
-    assert_eq!(listed(&watch, "min_ms=5.000001"), none);
-    assert_eq!(listed(&watch, "min_ms=4"), both);
-    assert_eq!(listed(&watch, "min_ms=4&attr=tenant%3Dacme2"), b, "AND");
-    assert_eq!(listed(&watch, "errors=1&attr=tenant%3Dacme2"), none, "AND");
+    // Each filter, and its near miss.
+    let uppercase = format!("trace_id={}", A.to_uppercase());
+    let absent = format!("trace_id={}", "a".repeat(32));
+    let cases: [(&str, &[&str]); 24] = [
+        ("", &[A, B]),
+        (&format!("trace_id={A}"), &[A]),
+        (&uppercase, &[A]),
+        (&absent, &[]),
+        ("service=shop", &[A, B]),
+        ("service=sho", &[]),
+        ("name=QUERY", &[A]),
+        ("name=querx", &[]),
+        ("attr=tenant%3Dacme", &[A]),
+        ("attr=tenant%3Dacme2", &[B]),
+        ("attr=tenant%3Dacm", &[]),
+        ("attr=db.system", &[A]),
+        ("attr=db.syste", &[]),
+        ("attr=tenant", &[A, B]),
+        ("attr=service.name%3Dshop", &[A, B]),
+        ("errors=1", &[A]),
+        ("errors=", &[A, B]),
+        ("min_ms=5", &[A]),
+        ("min_ms=5.000001", &[]),
+        ("min_ms=4", &[A, B]),
+        // Conditions combine with AND.
+        ("min_ms=4&attr=tenant%3Dacme2", &[B]),
+        ("errors=1&attr=tenant%3Dacme2", &[]),
+        ("errors=1&name=cache", &[]),
+        ("name=cache&attr=tenant", &[B]),
+    ];
+    for (query, want) in cases {
+        assert_eq!(listed(&watch, query), want, "{query}");
+    }
     for bad in ["trace_id=a1", "min_ms=x", "min_ms=-1"] {
         let (status, body) = get(&watch, &format!("/api/traces?{bad}"));
         assert!(status.starts_with("HTTP/1.1 400"), "{bad}: {status} {body}");
@@ -216,15 +230,7 @@ async fn an_exported_trace_reads_back_with_lens_check_and_watch_load() {
     let file = work.join(format!("lens-trace-{id}.json"));
     std::fs::write(&file, &body).unwrap();
     let file = file.to_str().unwrap();
-    let check = command(&["check", "--json", file])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
+    let check = succeed(&["check", "--json", file]);
     let traces: Vec<Value> = String::from_utf8_lossy(&check.stdout)
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
@@ -340,20 +346,7 @@ fn the_address_restores_the_filters_and_the_matching_spans_are_highlighted_in_ch
     assert_eq!(console_messages(&shown.stderr), Vec::<&str>::new());
 
     // For a person to look at (docs/watch.md shows it).
-    let screenshot = work.join("watch-find.png");
-    browse(
-        &chromium,
-        &work,
-        &url,
-        &[
-            &format!("--screenshot={}", screenshot.display()),
-            browser_support::WINDOW_SIZE,
-            VIRTUAL_TIME,
-            "--hide-scrollbars",
-        ],
-    );
-    assert!(std::fs::read(&screenshot).unwrap().starts_with(b"\x89PNG"));
-    eprintln!("screenshot: {}", screenshot.display());
+    screenshot(&chromium, &work, &url, VIRTUAL_TIME, "watch-find.png");
 }
 
 #[test]
@@ -362,21 +355,13 @@ fn a_lost_hop_is_marked_in_the_list_and_its_other_trace_is_one_click_away_in_chr
         return;
     };
     let watch = Watch::start(&[]);
-    let demo = command(&[
+    succeed(&[
         "demo",
         "--break",
         "gateway->planner",
         "--otlp",
         &format!("http://{}", watch.http),
-    ])
-    .stdout(Stdio::null())
-    .output()
-    .unwrap();
-    assert!(
-        demo.status.success(),
-        "{}",
-        String::from_utf8_lossy(&demo.stderr)
-    );
+    ]);
     // The finding comes once both traces are complete.
     let deadline = Instant::now() + PATIENCE;
     let lost = loop {
