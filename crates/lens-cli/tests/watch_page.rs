@@ -8,7 +8,7 @@ mod watch_support;
 
 use std::path::Path;
 
-use browser_support::{WINDOW_SIZE, browse, chromium, console_messages, tempdir};
+use browser_support::{browse, chromium, console_messages, screenshot, tempdir};
 use serde_json::Value;
 use watch_support::{Watch, demo_into};
 
@@ -57,21 +57,7 @@ fn the_live_page_lists_the_trace_and_shows_every_bar_in_chromium() {
     assert_eq!(console_messages(&shown.stderr), Vec::<&str>::new());
 
     // For a person to look at (docs/watch.md shows it).
-    let screenshot = work.join("watch.png");
-    browse(
-        &chromium,
-        &work,
-        &url,
-        &[
-            &format!("--screenshot={}", screenshot.display()),
-            WINDOW_SIZE,
-            VIRTUAL_TIME,
-            "--hide-scrollbars",
-        ],
-    );
-    let png = std::fs::read(&screenshot).unwrap();
-    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
-    eprintln!("screenshot: {}", screenshot.display());
+    screenshot(&chromium, &work, &url, VIRTUAL_TIME, "watch.png");
 }
 
 #[test]

@@ -27,14 +27,14 @@
 //! # Ok::<(), lens_watch::decode::DecodeError>(())
 //! ```
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::time::Instant;
 
 use crate::assemble::{Assembler, Config, Stats, TraceEntry};
 use crate::decode::Batch;
 use crate::diagnose::{Doctor, DoctorConfig, Finding, FindingCounts, Rule, Severity};
-use crate::model::{Span, Status, TraceId};
+use crate::model::{Span, SpanId, Status, TraceId};
 use crate::render::{HopNames, TraceView, bounds};
 
 /// What a [`Session`] is built with.
@@ -115,7 +115,8 @@ pub enum ListOrder {
 }
 
 /// Which traces [`Session::list`] gives (and [`ListFilter::matches`] says of one trace): every
-/// condition set must hold.
+/// condition set must hold. [`ListFilter::matches_span`] says which spans of a trace meet the
+/// conditions on spans (a page highlights them).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ListFilter {
@@ -125,32 +126,93 @@ pub struct ListFilter {
     pub service: String,
     /// Only traces with a span whose name contains this, in any case (empty: any).
     pub name: String,
+    /// Only traces with a span that has this attribute (its own, or its resource's):
+    /// `key=value` (the value as displayed, exactly) or `key` alone (present, any value);
+    /// empty: any.
+    pub attribute: String,
     /// Only traces with a span whose status is an error.
     pub errors: bool,
+    /// Only traces lasting at least this, from the earliest start to the latest end (a span:
+    /// its own duration); 0: any.
+    pub min_duration_ns: u64,
     /// The order.
     pub order: ListOrder,
     /// The most traces given (0: no limit).
     pub limit: usize,
 }
 
+/// A [`ListFilter`]'s span conditions, made ready once for many spans.
+struct SpanTest<'a> {
+    filter: &'a ListFilter,
+    name: String,
+    attribute: Option<(&'a str, Option<&'a str>)>,
+}
+
+impl<'a> SpanTest<'a> {
+    fn new(filter: &'a ListFilter) -> Self {
+        let attribute = filter.attribute.trim();
+        SpanTest {
+            filter,
+            name: filter.name.to_lowercase(),
+            attribute: (!attribute.is_empty()).then(|| match attribute.split_once('=') {
+                Some((key, value)) => (key.trim(), Some(value)),
+                None => (attribute, None),
+            }),
+        }
+    }
+
+    fn service(&self, span: &Span) -> bool {
+        self.filter.service.is_empty() || span.service() == self.filter.service
+    }
+
+    fn name(&self, span: &Span) -> bool {
+        self.name.is_empty() || span.name.to_lowercase().contains(&self.name)
+    }
+
+    fn attribute(&self, span: &Span) -> bool {
+        let Some((key, value)) = self.attribute else {
+            return true;
+        };
+        span.attributes
+            .iter()
+            .chain(&span.resource.attributes)
+            .any(|kv| &*kv.key == key && value.is_none_or(|v| kv.value.to_string() == v))
+    }
+
+    fn error(&self, span: &Span) -> bool {
+        !self.filter.errors || matches!(span.status, Status::Error(_))
+    }
+}
+
 impl ListFilter {
     /// Whether `trace` is one of the traces this filter lets through (its order and limit
-    /// aside); a trace with no span held is not.
+    /// aside); a trace with no span held is not. Each condition on spans may be met by a
+    /// different span.
     pub fn matches(&self, trace: &TraceEntry) -> bool {
-        let name = self.name.to_lowercase();
+        let test = SpanTest::new(self);
+        let any = |meets: &dyn Fn(&Span) -> bool| trace.spans.iter().any(meets);
         !trace.spans.is_empty()
             && self.trace_id.is_none_or(|id| id == trace.trace_id)
-            && (self.service.is_empty() || trace.spans.iter().any(|s| s.service() == self.service))
-            && (name.is_empty()
-                || trace
-                    .spans
-                    .iter()
-                    .any(|s| s.name.to_lowercase().contains(&name)))
-            && (!self.errors
-                || trace
-                    .spans
-                    .iter()
-                    .any(|s| matches!(s.status, Status::Error(_))))
+            && any(&|s| test.service(s))
+            && any(&|s| test.name(s))
+            && any(&|s| test.attribute(s))
+            && any(&|s| test.error(s))
+            && (self.min_duration_ns == 0 || {
+                let (start, end) = bounds(&trace.spans);
+                end.saturating_sub(start) >= self.min_duration_ns
+            })
+    }
+
+    /// Whether `span` meets every condition on spans that is set: service, name, attribute,
+    /// errors, and a duration of its own at least [`ListFilter::min_duration_ns`] (the trace
+    /// id, order and limit aside). With none set, every span does.
+    pub fn matches_span(&self, span: &Span) -> bool {
+        let test = SpanTest::new(self);
+        test.service(span)
+            && test.name(span)
+            && test.attribute(span)
+            && test.error(span)
+            && span.end_unix_nano.saturating_sub(span.start_unix_nano) >= self.min_duration_ns
     }
 }
 
@@ -180,6 +242,9 @@ pub struct Listed {
     pub lost_spans: u64,
     /// Changes whenever the trace does (spans or completions): a page redraws on a change.
     pub version: u64,
+    /// The highest severity among the findings held ([`Session::findings`]) that concern it
+    /// (either trace of a lost hop); `None` when none does.
+    pub findings: Option<Severity>,
 }
 
 /// The traces a page lists.
@@ -352,10 +417,22 @@ impl Session {
         }
         let mut services: Vec<String> = services.into_iter().map(str::to_owned).collect();
         services.sort();
+        let mut worst: HashMap<TraceId, Severity> = HashMap::new();
+        for finding in &self.findings {
+            for id in &finding.trace_ids {
+                let severity = worst.entry(*id).or_insert(finding.severity());
+                // Error sorts first.
+                *severity = (*severity).min(finding.severity());
+            }
+        }
         TraceList {
             traces: rows
                 .into_iter()
-                .filter_map(|(_, _, id)| self.listed(&id))
+                .filter_map(|(_, _, id)| {
+                    let mut listed = self.listed(&id)?;
+                    listed.findings = worst.get(&id).copied();
+                    Some(listed)
+                })
                 .collect(),
             matching,
             services,
@@ -382,7 +459,22 @@ impl Session {
             complete: entry.complete,
             lost_spans: entry.lost_spans,
             version: entry.spans.len() as u64 * 1000 + u64::from(entry.completions),
+            findings: None,
         })
+    }
+
+    /// The spans of trace `id` that meet `filter`'s conditions on spans
+    /// ([`ListFilter::matches_span`]), in the order held; `None` when the trace is not held.
+    pub fn matching_spans(&self, id: &TraceId, filter: &ListFilter) -> Option<Vec<SpanId>> {
+        let trace = self.assembler.trace(id)?;
+        Some(
+            trace
+                .spans
+                .iter()
+                .filter(|s| filter.matches_span(s))
+                .map(|s| s.span_id)
+                .collect(),
+        )
     }
 
     /// The latest findings (up to [`SessionConfig::max_findings`]), oldest first.
@@ -507,6 +599,92 @@ mod tests {
             }),
             [sample_id]
         );
+    }
+
+    #[test]
+    fn attribute_and_duration_conditions_each_with_a_near_miss() {
+        let mut session = Session::new(SessionConfig::default());
+        session.ingest(batch(sample()), Instant::now());
+        let sample_id = sample()[0].trace_id;
+        let count = |attribute: &str, min_duration_ns: u64| {
+            session
+                .list(&ListFilter {
+                    attribute: attribute.into(),
+                    min_duration_ns,
+                    ..ListFilter::default()
+                })
+                .matching
+        };
+        assert_eq!(count("http.request.method=POST", 0), 1);
+        assert_eq!(
+            count(" http.request.method = POST", 0),
+            0,
+            "the value is exact"
+        );
+        assert_eq!(count("http.request.method=GET", 0), 0);
+        assert_eq!(count("http.request.method", 0), 1, "present");
+        assert_eq!(count("http.request.metho", 0), 0);
+        assert_eq!(count("service.name=gateway", 0), 1, "a resource attribute");
+        assert_eq!(count("service.name=gate", 0), 0);
+        // The sample lasts 1 ms from its earliest start to its latest end.
+        assert_eq!(count("", 1_000_000), 1);
+        assert_eq!(count("", 1_000_001), 0);
+        assert_eq!(count("http.request.method", 1_000_001), 0, "AND");
+
+        let spans = |filter: ListFilter| session.matching_spans(&sample_id, &filter).unwrap();
+        let server = [SpanId(3u64.to_be_bytes())];
+        assert_eq!(
+            spans(ListFilter {
+                attribute: "http.request.method=POST".into(),
+                ..ListFilter::default()
+            }),
+            server
+        );
+        // root (1000 µs), client (800 µs) and server (600 µs) last 600 µs or more.
+        let long = |ns: u64| {
+            spans(ListFilter {
+                min_duration_ns: ns,
+                ..ListFilter::default()
+            })
+            .len()
+        };
+        assert_eq!((long(600_000), long(600_001)), (3, 2));
+        assert_eq!(spans(ListFilter::default()).len(), 5);
+        assert_eq!(
+            spans(ListFilter {
+                service: "gateway".into(),
+                name: "stage".into(),
+                ..ListFilter::default()
+            })
+            .len(),
+            2
+        );
+        assert!(
+            session
+                .matching_spans(&TraceId([9; 16]), &ListFilter::default())
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_listed_trace_carries_its_worst_finding() {
+        use crate::testing::span;
+        let mut session = Session::new(SessionConfig::default());
+        // A span that names itself as its parent: a warning.
+        session.ingest(batch(vec![span(9, 1, Some(1))]), Instant::now());
+        session.ingest(batch(sample()), Instant::now());
+        let done = session.flush();
+        assert_eq!(done.len(), 2);
+        let list = session.list(&ListFilter::default());
+        let worst = |id: TraceId| {
+            list.traces
+                .iter()
+                .find(|t| t.trace_id == id)
+                .unwrap()
+                .findings
+        };
+        assert_eq!(worst(TraceId([9; 16])), Some(Severity::Warning));
+        assert_eq!(worst(sample()[0].trace_id), None);
     }
 
     #[test]

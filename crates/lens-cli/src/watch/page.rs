@@ -1,17 +1,20 @@
 //! The live page on the HTTP port: `GET /` (one self-contained document: inline style and
 //! script, no external asset), `GET /api/traces` (the list, filtered and sorted),
-//! `GET /api/traces/{id}` (one trace's waterfall, lens-watch's HTML section), `GET /api/status`,
-//! `GET /api/findings` (the doctor's latest findings, newest first, as `lens check --json` prints
-//! them). The page polls the list and the findings once a second.
+//! `GET /api/traces/{id}` (one trace's waterfall, lens-watch's HTML section),
+//! `GET /api/traces/{id}/matches` (the spans of it that the list's filter finds),
+//! `GET /api/traces/{id}/otlp` (its spans as one OTLP/JSON line, as `--save` writes, to download),
+//! `GET /api/status`, `GET /api/findings` (the doctor's latest findings, newest first, as
+//! `lens check --json` prints them). The page polls the list and the findings once a second.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use lens_watch::diagnose::Severity;
 use lens_watch::model::TraceId;
-use lens_watch::render;
 use lens_watch::session::{ListFilter, ListOrder};
+use lens_watch::{encode, render};
 use serde_json::{Value, json};
 
 use super::Store;
@@ -27,6 +30,8 @@ pub(super) fn router(store: Store) -> axum::Router {
         .route("/", get(index))
         .route("/api/traces", get(list))
         .route("/api/traces/{id}", get(trace))
+        .route("/api/traces/{id}/matches", get(matches))
+        .route("/api/traces/{id}/otlp", get(otlp))
         .route("/api/status", get(status))
         .route("/api/findings", get(findings))
         .with_state(store)
@@ -43,25 +48,68 @@ async fn index() -> Response {
         .into_response()
 }
 
-/// `?service=&name=&sort=newest|duration`.
+/// `?trace_id=&service=&name=&attr=&errors=1&min_ms=&sort=newest|duration`.
 #[derive(Debug, serde::Deserialize)]
 pub(super) struct Filter {
+    #[serde(default)]
+    trace_id: String,
     #[serde(default)]
     service: String,
     #[serde(default)]
     name: String,
+    /// `key=value` or `key` alone.
+    #[serde(default)]
+    attr: String,
+    /// `1` (or `true`, `on`): traces with an error span only.
+    #[serde(default)]
+    errors: String,
+    /// At least this many milliseconds (a decimal number).
+    #[serde(default)]
+    min_ms: String,
     #[serde(default)]
     sort: String,
 }
 
-async fn list(State(store): State<Store>, Query(filter): Query<Filter>) -> Json<Value> {
-    let mut wanted = ListFilter::default();
-    wanted.service = filter.service;
-    wanted.name = filter.name;
-    wanted.order = if filter.sort == "duration" {
-        ListOrder::Duration
-    } else {
-        ListOrder::Newest
+fn bad_request(message: &'static str) -> Response {
+    (StatusCode::BAD_REQUEST, message).into_response()
+}
+
+impl Filter {
+    /// lens-watch's filter, or what is wrong with which parameter (a 400 answer).
+    fn to_list_filter(&self) -> Result<ListFilter, &'static str> {
+        let mut wanted = ListFilter::default();
+        let id = self.trace_id.trim();
+        if !id.is_empty() {
+            wanted.trace_id =
+                Some(TraceId::from_hex(id).ok_or("trace_id: not a trace id (32 hex digits)")?);
+        }
+        wanted.service = self.service.clone();
+        wanted.name = self.name.clone();
+        wanted.attribute = self.attr.clone();
+        wanted.errors = matches!(self.errors.as_str(), "1" | "true" | "on");
+        let min_ms = self.min_ms.trim();
+        if !min_ms.is_empty() {
+            let ms: f64 = min_ms
+                .parse()
+                .ok()
+                .filter(|ms: &f64| ms.is_finite() && *ms >= 0.0)
+                .ok_or("min_ms: not a number of milliseconds")?;
+            // Saturates at u64::MAX for an absurd number.
+            wanted.min_duration_ns = (ms * 1e6).round() as u64;
+        }
+        wanted.order = if self.sort == "duration" {
+            ListOrder::Duration
+        } else {
+            ListOrder::Newest
+        };
+        Ok(wanted)
+    }
+}
+
+async fn list(State(store): State<Store>, Query(filter): Query<Filter>) -> Response {
+    let mut wanted = match filter.to_list_filter() {
+        Ok(wanted) => wanted,
+        Err(wrong) => return bad_request(wrong),
     };
     wanted.limit = LIST_LIMIT;
     let session = store.lock();
@@ -83,6 +131,7 @@ async fn list(State(store): State<Store>, Query(filter): Query<Filter>) -> Json<
                 "partial": t.lost_spans > 0,
                 "lost_spans": t.lost_spans,
                 "version": t.version,
+                "findings": t.findings.map(Severity::name),
             })
         })
         .collect();
@@ -92,23 +141,79 @@ async fn list(State(store): State<Store>, Query(filter): Query<Filter>) -> Json<
         "services": list.services,
         "status": session.stats().spans.to_string(),
     }))
+    .into_response()
+}
+
+/// The trace id of a path, or what is wrong with it (a 400 answer).
+fn trace_id(id: &str) -> Result<TraceId, &'static str> {
+    TraceId::from_hex(id).ok_or("not a trace id (32 hex digits)")
+}
+
+fn not_held() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        "no such trace (not received, or evicted)",
+    )
+        .into_response()
 }
 
 async fn trace(State(store): State<Store>, Path(id): Path<String>) -> Response {
-    let Some(id) = TraceId::from_hex(&id) else {
-        return (StatusCode::BAD_REQUEST, "not a trace id (32 hex digits)").into_response();
+    let id = match trace_id(&id) {
+        Ok(id) => id,
+        Err(wrong) => return bad_request(wrong),
     };
     let session = store.lock();
     let Some(view) = session.view(&id) else {
-        return (
-            StatusCode::NOT_FOUND,
-            "no such trace (not received, or evicted)",
-        )
-            .into_response();
+        return not_held();
     };
     let mut out = String::new();
     render::html::trace(&view, &mut out);
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], out).into_response()
+}
+
+/// `{"span_ids": [...]}`: the spans of the trace that meet the filter's span conditions.
+async fn matches(
+    State(store): State<Store>,
+    Path(id): Path<String>,
+    Query(filter): Query<Filter>,
+) -> Response {
+    let (id, wanted) = match (trace_id(&id), filter.to_list_filter()) {
+        (Ok(id), Ok(wanted)) => (id, wanted),
+        (Err(wrong), _) | (_, Err(wrong)) => return bad_request(wrong),
+    };
+    let Some(spans) = store.lock().matching_spans(&id, &wanted) else {
+        return not_held();
+    };
+    let span_ids: Vec<String> = spans.iter().map(ToString::to_string).collect();
+    Json(json!({ "span_ids": span_ids })).into_response()
+}
+
+/// The trace's spans as one OTLP/JSON line (`{"resourceSpans":[...]}` and a newline), as a file
+/// `lens check` and `lens watch --load` read.
+async fn otlp(State(store): State<Store>, Path(id): Path<String>) -> Response {
+    let id = match trace_id(&id) {
+        Ok(id) => id,
+        Err(wrong) => return bad_request(wrong),
+    };
+    let mut line = {
+        let session = store.lock();
+        let Some(trace) = session.assembler().trace(&id) else {
+            return not_held();
+        };
+        encode::to_json_line(&trace.spans)
+    };
+    line.push('\n');
+    (
+        [
+            (header::CONTENT_TYPE, "application/json".to_owned()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"lens-trace-{id}.json\""),
+            ),
+        ],
+        line,
+    )
+        .into_response()
 }
 
 async fn findings(State(store): State<Store>) -> Response {

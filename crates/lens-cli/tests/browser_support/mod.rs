@@ -97,6 +97,33 @@ pub fn browse(chromium: &Path, work: &Path, url: &str, args: &[&str]) -> Browser
     browser
 }
 
+/// A screenshot of `url` (in [`WINDOW_SIZE`], after `virtual_time`) written to `work/name`, for
+/// a person to look at; its path.
+pub fn screenshot(
+    chromium: &Path,
+    work: &Path,
+    url: &str,
+    virtual_time: &str,
+    name: &str,
+) -> PathBuf {
+    let file = work.join(name);
+    browse(
+        chromium,
+        work,
+        url,
+        &[
+            &format!("--screenshot={}", file.display()),
+            WINDOW_SIZE,
+            virtual_time,
+            "--hide-scrollbars",
+        ],
+    );
+    let png = std::fs::read(&file).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    eprintln!("screenshot: {}", file.display());
+    file
+}
+
 pub fn tempdir(work: &Path, name: &str) -> PathBuf {
     let dir = work.join(name);
     let _ = std::fs::remove_dir_all(&dir);
