@@ -6,11 +6,11 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use lens_watch::decode::Batch;
 use lens_watch::diagnose::Rule;
-use lens_watch::model::{KeyValue, SpanId, TraceId, Value};
+use lens_watch::model::{SpanId, TraceId};
 use lens_watch::probe::{Route, Sent};
 use lens_watch::receive;
 use lens_watch::session::{Session, SessionConfig};
@@ -18,6 +18,9 @@ use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator};
 use tokio::sync::mpsc;
 
 use crate::cli::{USAGE_ERROR, runtime, usage_error};
+use send::{Request, Target};
+
+mod send;
 use crate::flags::JsonFlag;
 use crate::hops::HOP_NAMES;
 
@@ -39,7 +42,8 @@ const RULES: [Rule; 5] = [
 /// `lens probe`: one request with a recognisable context; the route it took, hop by hop.
 #[derive(Debug, clap::Args)]
 #[command(
-    long_about = "Sends one HTTP request to URL carrying a fresh trace context (traceparent with \
+    long_about = "Sends one request to TARGET (an HTTP request, a gRPC call or a NATS message) \
+carrying a fresh trace context (traceparent with \
 the sampled and random flags, -03; a tracestate with a `lens` entry and a foreign vendor's; a \
 baggage entry `lens.probe`), receives the spans the services export over OTLP on the usual \
 ports (as `lens watch` does: point the services at it), waits until they stop arriving (at \
@@ -50,27 +54,32 @@ unreported proxy in between), and whether the flags, the tracestate and the bagg
 hop whose receiving side exported nothing is said to be unseen, never guessed. Baggage is seen \
 only where a service records the keys it received (`lens.baggage.keys`; docs/probe.md).",
     mut_arg("json", |a| a.help("Print the route as one JSON object")),
-    after_help = "Example: lens probe -X POST -H 'content-type: application/json' -d '{\"prompt\": \"hi\"}' \
-http://127.0.0.1:8080/v1/train
+    after_help = "Examples:
+  lens probe -X POST -H 'content-type: application/json' -d '{\"prompt\": \"hi\"}' http://127.0.0.1:8080/v1/train
+  lens probe grpc://127.0.0.1:50051
+  lens probe -d 'job 1' nats://127.0.0.1:4222/jobs.rollout
 
 Exit status: 0 the context survived every hop seen, 1 something was lost or dropped (less \
 --allow RULE), 2 usage error, a request that could not be sent, a receiver port in use, or no \
 span of the request arrived within --wait."
 )]
 pub(crate) struct Args {
-    /// The URL to send the request to (http://; lens has no TLS)
-    #[arg(value_name = "URL", value_parser = target_url)]
-    url: String,
+    /// Where to send the request: http://HOST[:PORT]/PATH, grpc://HOST:PORT (the standard
+    /// health check; grpc://HOST:PORT/pkg.Service/Method with a raw protobuf body from -d @FILE)
+    /// or nats://HOST:PORT/SUBJECT (a message published with -d as its payload). No TLS
+    #[arg(value_name = "TARGET", value_parser = Target::parse)]
+    target: Target,
 
-    /// The request method
+    /// The HTTP request method
     #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = method)]
     method: Option<reqwest::Method>,
 
-    /// A request header, `Name: value` (repeatable)
+    /// A request header (gRPC metadata, NATS message header), `Name: value` (repeatable)
     #[arg(short = 'H', long = "header", value_name = "HEADER", value_parser = header)]
     headers: Vec<(String, String)>,
 
-    /// The request body; `@FILE` reads it from FILE. Makes the method POST unless -X is given
+    /// The request body (gRPC: the raw protobuf message; NATS: the payload); `@FILE` reads it
+    /// from FILE. Makes the HTTP method POST unless -X is given
     #[arg(short = 'd', long = "data", value_name = "DATA")]
     data: Option<String>,
 
@@ -101,24 +110,6 @@ pub(crate) struct Args {
 
     #[command(flatten)]
     json: JsonFlag,
-}
-
-/// `URL`: http or https with a host.
-fn target_url(value: &str) -> Result<String, String> {
-    let uri: http::Uri = value
-        .parse()
-        .map_err(|e| format!("not a URL ({e}); expected e.g. http://127.0.0.1:8080/v1/train"))?;
-    match (uri.scheme_str(), uri.host()) {
-        (Some("http"), Some(host)) if !host.is_empty() => Ok(value.to_owned()),
-        (Some("https"), _) => Err(
-            "https is not supported: lens is built without TLS; probe the service over plain \
-HTTP (inside the cluster, or through a port-forward)"
-                .to_owned(),
-        ),
-        _ => Err(
-            "expected an http:// URL with a host, e.g. http://127.0.0.1:8080/v1/train".to_owned(),
-        ),
-    }
 }
 
 /// `-X`: an HTTP method (a token: GET, POST, PURGE, ...).
@@ -173,11 +164,6 @@ fn body(data: Option<&str>) -> Result<Option<Vec<u8>>, String> {
             None => Ok(Some(data.as_bytes().to_vec())),
         },
     }
-}
-
-fn unix_nanos(at: SystemTime) -> u64 {
-    at.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// Runs `lens probe`.
@@ -266,72 +252,37 @@ async fn run(
 
     eprintln!("lens probe: receiving OTLP on {endpoint} (and OTLP/gRPC on {grpc_addr})");
     let sent = fresh();
-    let method = match (&args.method, &body) {
-        (Some(method), _) => method.clone(),
-        (None, Some(_)) => reqwest::Method::POST,
-        (None, None) => reqwest::Method::GET,
+    let request = Request {
+        target: &args.target,
+        method: args.method.as_ref(),
+        headers: &args.headers,
+        body,
+        timeout: args.timeout,
     };
-    let client = match reqwest::Client::builder().timeout(args.timeout).build() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
+    let what = request.describe();
+    let outcome = match request
+        .send(&sent, &format!("{BAGGAGE_KEY}={}", sent.trace_id))
+        .await
+    {
+        Ok(outcome) => outcome,
+        Err(why) => {
+            eprintln!("error: {what}: {why}");
             return ExitCode::from(USAGE_ERROR);
         }
     };
-    let mut request = client
-        .request(method.clone(), &args.url)
-        .header("traceparent", sent.traceparent())
-        .header("tracestate", &sent.trace_state)
-        .header("baggage", format!("{BAGGAGE_KEY}={}", sent.trace_id));
-    for (name, value) in &args.headers {
-        request = request.header(name, value);
-    }
-    if let Some(body) = body {
-        request = request.body(body);
-    }
-    let start = SystemTime::now();
-    let response = request.send().await;
-    let end = SystemTime::now();
     let answered = Instant::now();
-    let status = match response {
-        Ok(response) => response.status(),
-        Err(e) => {
-            let why = if e.is_timeout() {
-                format!(
-                    "no answer within {} s (--timeout)",
-                    args.timeout.as_secs_f64()
-                )
-            } else if e.is_connect() {
-                "cannot connect".to_owned()
-            } else {
-                "the request failed".to_owned()
-            };
-            eprintln!("error: {method} {}: {why}: {e}", args.url);
-            return ExitCode::from(USAGE_ERROR);
-        }
-    };
     eprintln!(
-        "lens probe: {method} {} answered {status} in {:.1} ms; waiting for spans (OTLP/HTTP on \
+        "lens probe: {what} answered {} in {:.1} ms; waiting for spans (OTLP/HTTP on \
 {endpoint}, at most {} s)",
-        args.url,
-        end.duration_since(start).unwrap_or_default().as_secs_f64() * 1e3,
+        outcome.answer,
+        outcome.took.as_secs_f64() * 1e3,
         args.wait.as_secs_f64()
     );
 
     let mut config = SessionConfig::default();
     config.hop_names = HOP_NAMES;
     let mut session = Session::new(config);
-    let mut own = sent.client_span(
-        &args.url,
-        method.as_str(),
-        unix_nanos(start),
-        unix_nanos(end),
-    );
-    own.attributes.push(KeyValue::new(
-        "http.response.status_code",
-        Value::Int(i64::from(status.as_u16())),
-    ));
-    session.ingest(Batch::new(vec![own]), answered);
+    session.ingest(Batch::new(vec![outcome.span]), answered);
 
     // Spans until none has arrived for --quiet-for (counted from the response), at most --wait.
     let deadline = answered + args.wait;
