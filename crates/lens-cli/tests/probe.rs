@@ -6,6 +6,8 @@
 //! nothing on the healthy ones; the healthy chain exits 0.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod watch_support;
+
 use std::io::{BufRead as _, BufReader};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
@@ -251,8 +253,19 @@ async fn probe_text(
     spans: usize,
     args: &[&str],
 ) -> (Option<i32>, String) {
+    // With --watch the spans go to that lens watch; else to the probe's own receiver.
+    let watch = args
+        .iter()
+        .position(|a| *a == "--watch")
+        .map(|i| args[i + 1].to_owned());
+    let receivers: &[&str] = if watch.is_some() {
+        &[]
+    } else {
+        &["--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"]
+    };
     let mut child = Command::new(env!("CARGO_BIN_EXE_lens"))
-        .args(["probe", "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+        .arg("probe")
+        .args(receivers)
         .args(["--quiet-for", "3", "--wait", "30"])
         // A body, unless the test gives its own.
         .args(if args.contains(&"-d") {
@@ -273,7 +286,7 @@ async fn probe_text(
             let _ = tx.send(line);
         }
     });
-    let mut endpoint = None;
+    let mut endpoint = watch;
     let mut said = Vec::new();
     loop {
         let line = tokio::task::block_in_place(|| rx.recv_timeout(Duration::from_secs(30)))
@@ -419,9 +432,16 @@ async fn a_proxy_that_drops_every_trace_header_loses_the_trace_and_the_probe_nam
 /// `lens probe ARGS` with its receivers on free ports: exit code, stdout, stderr, and how long
 /// it took.
 fn probe_alone(args: &[&str]) -> (Option<i32>, String, String, Duration) {
+    let mut all = vec!["--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    probe_alone_at(&all)
+}
+
+/// `lens probe ARGS`: exit code, stdout, stderr, and how long it took.
+fn probe_alone_at(args: &[&str]) -> (Option<i32>, String, String, Duration) {
     let started = Instant::now();
     let output = Command::new(env!("CARGO_BIN_EXE_lens"))
-        .args(["probe", "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+        .arg("probe")
         .args(args)
         .output()
         .unwrap();
@@ -664,4 +684,37 @@ async fn a_nats_message_carries_the_context_in_its_headers() {
     let first = hop(&route, "lens probe", "rollout-worker");
     assert_healthy(first);
     assert_eq!(first["kind"], "messaging");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_watch_the_probe_reads_the_route_from_a_running_lens_watch() {
+    let watch = watch_support::Watch::start(&[]);
+    let base = format!("http://{}", watch.http);
+    // A lost hop: lens watch pairs it, and the probe follows the pairing to the new trace.
+    let (url, services) = chain(Proxy::DropAll).await;
+    let (code, route) = probe(&url, &services, 3, &["--watch", &base]).await;
+    assert_eq!(code, Some(1), "{route:#}");
+    assert_healthy(hop(&route, "lens probe", "gateway"));
+    let lost = hop(&route, "gateway", "planner");
+    assert_eq!(
+        lost["broken"],
+        serde_json::json!(["lost-context"]),
+        "{lost:#}"
+    );
+    assert_eq!(lost["trace"]["lost"]["cause"], "none");
+
+    // Healthy through the same lens watch.
+    let (url, services) = chain(Proxy::Pass).await;
+    let (code, route) = probe(&url, &services, 3, &["--watch", &base]).await;
+    assert_eq!(code, Some(0), "{route:#}");
+    assert_healthy(hop(&route, "gateway", "planner"));
+
+    // Nothing answering at the address: exit 2 before any request.
+    let (code, _, err, _) =
+        probe_alone_at(&["--watch", "http://127.0.0.1:9", "http://127.0.0.1:9/"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("no lens watch answers at http://127.0.0.1:9"),
+        "{err}"
+    );
 }

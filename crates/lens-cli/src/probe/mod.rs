@@ -21,6 +21,7 @@ use crate::cli::{USAGE_ERROR, runtime, usage_error};
 use send::{Request, Target};
 
 mod send;
+mod watch;
 use crate::flags::JsonFlag;
 use crate::hops::HOP_NAMES;
 
@@ -100,6 +101,11 @@ pub(crate) struct Args {
     #[arg(long, value_name = "RULE", value_parser = rule)]
     allow: Vec<String>,
 
+    /// Read the spans from the `lens watch` at URL (its HTTP address, e.g.
+    /// http://127.0.0.1:4318) instead of receiving them: the services keep exporting to it
+    #[arg(long, value_name = "URL", value_parser = watch_url, conflicts_with_all = ["grpc", "http"])]
+    watch: Option<String>,
+
     /// The OTLP/gRPC address to receive spans on (port 0 picks a free port)
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:4317")]
     grpc: SocketAddr,
@@ -110,6 +116,16 @@ pub(crate) struct Args {
 
     #[command(flatten)]
     json: JsonFlag,
+}
+
+/// `--watch`: an `http://` URL with a host, without a path.
+fn watch_url(value: &str) -> Result<String, String> {
+    match Target::parse(value) {
+        Ok(Target::Http(url)) => Ok(url.trim_end_matches('/').to_owned()),
+        _ => {
+            Err("expected the HTTP address of a lens watch, e.g. http://127.0.0.1:4318".to_owned())
+        }
+    }
 }
 
 /// `-X`: an HTTP method (a token: GET, POST, PURGE, ...).
@@ -188,18 +204,23 @@ may be running; stop it, or pass {flag} with another address and point the servi
                 usage_error("probe", message)
             })
     };
-    let grpc = match bind(args.grpc, "--grpc") {
-        Ok(l) => l,
-        Err(code) => return code,
-    };
-    let http = match bind(args.http, "--http") {
-        Ok(l) => l,
-        Err(code) => return code,
+    let receivers = if args.watch.is_some() {
+        None
+    } else {
+        let grpc = match bind(args.grpc, "--grpc") {
+            Ok(l) => l,
+            Err(code) => return code,
+        };
+        let http = match bind(args.http, "--http") {
+            Ok(l) => l,
+            Err(code) => return code,
+        };
+        Some((grpc, http))
     };
     let Some(runtime) = runtime() else {
         return ExitCode::FAILURE;
     };
-    let code = runtime.block_on(run(args, body, grpc, http));
+    let code = runtime.block_on(run(args, body, receivers));
     runtime.shutdown_timeout(Duration::from_millis(100));
     code
 }
@@ -217,30 +238,24 @@ fn fresh() -> Sent {
     )
 }
 
-async fn run(
-    args: Args,
-    body: Option<Vec<u8>>,
+/// Where the spans come from: a receiver of the probe's own, or a running `lens watch`.
+enum Source {
+    /// The probe's receivers feed this channel.
+    Own(mpsc::Receiver<Batch>),
+    /// A `lens watch` at this base URL.
+    Watch(watch::Watch),
+}
+
+/// Starts the probe's own receivers on `grpc` and `http`; what they receive, and where.
+fn own_receivers(
     grpc: std::net::TcpListener,
     http: std::net::TcpListener,
-) -> ExitCode {
-    let (grpc, http) = match (
-        tokio::net::TcpListener::from_std(grpc),
-        tokio::net::TcpListener::from_std(http),
-    ) {
-        (Ok(g), Ok(h)) => (g, h),
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(USAGE_ERROR);
-        }
-    };
-    let endpoint = http.local_addr().map_or_else(
-        |_| "the --http address".to_owned(),
-        |a| format!("http://{a}"),
-    );
-    let grpc_addr = grpc
-        .local_addr()
-        .map_or_else(|_| args.grpc.to_string(), |a| a.to_string());
-    let (sender, mut batches) = mpsc::channel::<Batch>(256);
+) -> std::io::Result<(mpsc::Receiver<Batch>, String)> {
+    let grpc = tokio::net::TcpListener::from_std(grpc)?;
+    let http = tokio::net::TcpListener::from_std(http)?;
+    let endpoint = format!("http://{}", http.local_addr()?);
+    let grpc_addr = grpc.local_addr()?;
+    let (sender, batches) = mpsc::channel::<Batch>(256);
     let grpc_sender = sender.clone();
     tokio::spawn(async move {
         let _ = receive::grpc::serve(grpc, grpc_sender, std::future::pending()).await;
@@ -249,8 +264,35 @@ async fn run(
     tokio::spawn(async move {
         let _ = receive::http::serve(http, router, std::future::pending()).await;
     });
-
     eprintln!("lens probe: receiving OTLP on {endpoint} (and OTLP/gRPC on {grpc_addr})");
+    Ok((batches, endpoint))
+}
+
+async fn run(
+    args: Args,
+    body: Option<Vec<u8>>,
+    receivers: Option<(std::net::TcpListener, std::net::TcpListener)>,
+) -> ExitCode {
+    let (source, endpoint) = match (receivers, &args.watch) {
+        (Some((grpc, http)), _) => match own_receivers(grpc, http) {
+            Ok((batches, endpoint)) => (Source::Own(batches), format!("OTLP/HTTP on {endpoint}")),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(USAGE_ERROR);
+            }
+        },
+        (None, Some(url)) => match watch::Watch::connect(url, args.timeout).await {
+            Ok(watch) => (
+                Source::Watch(watch),
+                format!("from the lens watch at {url}"),
+            ),
+            Err(why) => {
+                eprintln!("error: {why}");
+                return ExitCode::from(USAGE_ERROR);
+            }
+        },
+        (None, None) => return ExitCode::from(USAGE_ERROR),
+    };
     let sent = fresh();
     let request = Request {
         target: &args.target,
@@ -272,8 +314,7 @@ async fn run(
     };
     let answered = Instant::now();
     eprintln!(
-        "lens probe: {what} answered {} in {:.1} ms; waiting for spans (OTLP/HTTP on \
-{endpoint}, at most {} s)",
+        "lens probe: {what} answered {} in {:.1} ms; waiting for spans ({endpoint}, at most {} s)",
         outcome.answer,
         outcome.took.as_secs_f64() * 1e3,
         args.wait.as_secs_f64()
@@ -282,19 +323,38 @@ async fn run(
     let mut config = SessionConfig::default();
     config.hop_names = HOP_NAMES;
     let mut session = Session::new(config);
-    session.ingest(Batch::new(vec![outcome.span]), answered);
-
-    // Spans until none has arrived for --quiet-for (counted from the response), at most --wait.
     let deadline = answered + args.wait;
-    let mut last = answered;
-    loop {
-        let quiet_until = (last + args.quiet_for).min(deadline);
-        match tokio::time::timeout_at(quiet_until.into(), batches.recv()).await {
-            Ok(Some(batch)) => {
-                last = Instant::now();
-                session.ingest(batch, last);
+    match source {
+        Source::Own(mut batches) => {
+            session.ingest(Batch::new(vec![outcome.span]), answered);
+            // Spans until none has arrived for --quiet-for (from the response), at most --wait.
+            let mut last = answered;
+            loop {
+                let quiet_until = (last + args.quiet_for).min(deadline);
+                match tokio::time::timeout_at(quiet_until.into(), batches.recv()).await {
+                    Ok(Some(batch)) => {
+                        last = Instant::now();
+                        session.ingest(batch, last);
+                    }
+                    Ok(None) | Err(_) => break,
+                }
             }
-            Ok(None) | Err(_) => break,
+        }
+        Source::Watch(watch) => {
+            match watch
+                .collect(sent.trace_id, outcome.span, args.quiet_for, deadline)
+                .await
+            {
+                Ok(batches) => {
+                    for batch in batches {
+                        session.ingest(batch, Instant::now());
+                    }
+                }
+                Err(why) => {
+                    eprintln!("error: {why}");
+                    return ExitCode::from(USAGE_ERROR);
+                }
+            }
         }
     }
     session.flush();
@@ -313,7 +373,7 @@ async fn run(
     if route.saw_nothing() {
         eprintln!(
             "lens probe: no service exported a span of trace {} within {} s: point the services' \
-OTLP exporters at this probe (OTEL_EXPORTER_OTLP_ENDPOINT={endpoint}), or wait longer (--wait)",
+OTLP exporters at it ({endpoint}), or wait longer (--wait)",
             sent.trace_id,
             args.wait.as_secs_f64(),
         );

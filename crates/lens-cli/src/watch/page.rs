@@ -3,6 +3,8 @@
 //! `GET /api/traces/{id}` (one trace's waterfall, lens-watch's HTML section),
 //! `GET /api/traces/{id}/matches` (the spans of it that the list's filter finds),
 //! `GET /api/traces/{id}/otlp` (its spans as one OTLP/JSON line, as `--save` writes, to download),
+//! `GET /api/traces/{id}/paired` (whether it is complete, and the new roots the doctor paired
+//! with its lost hops: what `lens probe --watch` reads),
 //! `GET /api/status`, `GET /api/findings` (the doctor's latest findings, newest first, as
 //! `lens check --json` prints them). The page polls the list and the findings once a second.
 
@@ -11,7 +13,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use lens_watch::diagnose::Severity;
+use lens_watch::diagnose::{Rule, Severity};
 use lens_watch::model::TraceId;
 use lens_watch::session::{ListFilter, ListOrder};
 use lens_watch::{encode, render};
@@ -32,6 +34,7 @@ pub(super) fn router(store: Store) -> axum::Router {
         .route("/api/traces/{id}", get(trace))
         .route("/api/traces/{id}/matches", get(matches))
         .route("/api/traces/{id}/otlp", get(otlp))
+        .route("/api/traces/{id}/paired", get(paired))
         .route("/api/status", get(status))
         .route("/api/findings", get(findings))
         .with_state(store)
@@ -214,6 +217,40 @@ async fn otlp(State(store): State<Store>, Path(id): Path<String>) -> Response {
         line,
     )
         .into_response()
+}
+
+/// What `lens probe --watch` reads of a trace: whether it is held and complete, its span count,
+/// and the traces the doctor paired with it as the new roots of its lost hops
+/// (`lost-context` findings whose client side is in it), each with its own state and the
+/// finding.
+async fn paired(State(store): State<Store>, Path(id): Path<String>) -> Response {
+    let id = match trace_id(&id) {
+        Ok(id) => id,
+        Err(wrong) => return bad_request(wrong),
+    };
+    let session = store.lock();
+    let state = |id: &TraceId| {
+        let trace = session.assembler().trace(id);
+        json!({
+            "trace_id": id.to_string(),
+            "held": trace.is_some(),
+            "complete": trace.is_some_and(|t| t.complete),
+            "spans": trace.map_or(0, |t| t.spans.len()),
+        })
+    };
+    let mut answer = state(&id);
+    let paired: Vec<Value> = session
+        .findings()
+        .filter(|f| f.rule == Rule::LostContext && f.trace_ids.first() == Some(&id))
+        .filter_map(|f| {
+            let new_root = f.trace_ids.get(1)?;
+            let mut entry = state(new_root);
+            entry["finding"] = serde_json::from_str(&f.to_json()).unwrap_or(Value::Null);
+            Some(entry)
+        })
+        .collect();
+    answer["paired"] = Value::Array(paired);
+    Json(answer).into_response()
 }
 
 async fn findings(State(store): State<Store>) -> Response {
