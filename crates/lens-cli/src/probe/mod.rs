@@ -85,15 +85,15 @@ pub(crate) struct Args {
     data: Option<String>,
 
     /// Seconds without a new span, after the response, before the route is read
-    #[arg(long, value_name = "S", default_value = "2", value_parser = seconds)]
+    #[arg(long, value_name = "S", default_value = "2", value_parser = crate::flags::seconds_up_to_ten_minutes)]
     quiet_for: Duration,
 
     /// The most seconds to wait for spans after the response
-    #[arg(long, value_name = "S", default_value = "10", value_parser = seconds)]
+    #[arg(long, value_name = "S", default_value = "10", value_parser = crate::flags::seconds_up_to_ten_minutes)]
     wait: Duration,
 
     /// Seconds the request may take
-    #[arg(long, value_name = "S", default_value = "30", value_parser = seconds)]
+    #[arg(long, value_name = "S", default_value = "30", value_parser = crate::flags::seconds_up_to_ten_minutes)]
     timeout: Duration,
 
     /// Leave out what breaks RULE (repeatable): lost-context, missing-parent, flag-dropped,
@@ -147,16 +147,6 @@ fn header(value: &str) -> Result<(String, String), String> {
     Ok((name.to_owned(), text.to_owned()))
 }
 
-/// Seconds in (0, 600].
-fn seconds(value: &str) -> Result<Duration, String> {
-    value
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 600.0)
-        .map(Duration::from_secs_f64)
-        .ok_or_else(|| "expected seconds in (0, 600]".to_owned())
-}
-
 /// `--allow`: a rule the probe reports.
 fn rule(value: &str) -> Result<String, String> {
     RULES
@@ -188,30 +178,14 @@ pub(crate) fn main(args: Args) -> ExitCode {
         Ok(body) => body,
         Err(message) => return usage_error("probe", message),
     };
-    let bind = |addr: SocketAddr, flag: &str| {
-        std::net::TcpListener::bind(addr)
-            .and_then(|l| l.set_nonblocking(true).map(|()| l))
-            .map_err(|e| {
-                let message = if e.kind() == std::io::ErrorKind::AddrInUse {
-                    format!(
-                        "port {} is already in use ({flag} {addr}): a `lens watch` or a Collector \
-may be running; stop it, or pass {flag} with another address and point the services there",
-                        addr.port()
-                    )
-                } else {
-                    format!("cannot listen on {addr} ({flag}): {e}")
-                };
-                usage_error("probe", message)
-            })
-    };
     let receivers = if args.watch.is_some() {
         None
     } else {
-        let grpc = match bind(args.grpc, "--grpc") {
+        let grpc = match crate::flags::bind_receiver("probe", args.grpc, "--grpc") {
             Ok(l) => l,
             Err(code) => return code,
         };
-        let http = match bind(args.http, "--http") {
+        let http = match crate::flags::bind_receiver("probe", args.http, "--http") {
             Ok(l) => l,
             Err(code) => return code,
         };
