@@ -384,7 +384,8 @@ impl ServiceMap {
             let _ = write!(
                 out,
                 "<marker id=\"lens-map-{id}\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" \
-                 markerWidth=\"7\" markerHeight=\"7\" orient=\"auto\">\
+                 markerUnits=\"userSpaceOnUse\" markerWidth=\"10\" markerHeight=\"10\" \
+                 orient=\"auto\">\
                  <path d=\"M0,0L10,5L0,10z\" fill=\"{colour}\"/></marker>"
             );
         }
