@@ -8,12 +8,11 @@ mod browser_support;
 mod watch_support;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use browser_support::{browse, chromium, console_messages, screenshot, tempdir};
 use serde_json::Value;
-use watch_support::{PATIENCE, Watch, command, demo_requests, http};
+use watch_support::{PATIENCE, Watch, demo_broken, demo_requests, http};
 
 /// Headless Chromium runs the page's script for this much virtual time.
 const VIRTUAL_TIME: &str = "--virtual-time-budget=4000";
@@ -21,21 +20,7 @@ const VIRTUAL_TIME: &str = "--virtual-time-budget=4000";
 /// `lens demo --break gateway->planner` into `watch`, then the map once the doctor's
 /// `lost-context` finding is on it.
 fn break_the_demo(watch: &Watch) -> Value {
-    let output = command(&[
-        "demo",
-        "--break",
-        "gateway->planner",
-        "--otlp",
-        &format!("http://{}", watch.http),
-    ])
-    .stdin(Stdio::null())
-    .output()
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    demo_broken(&watch.http);
     let deadline = Instant::now() + PATIENCE;
     loop {
         let (status, body) = http(&watch.http, "GET", "/api/map", None);
@@ -48,6 +33,15 @@ fn break_the_demo(watch: &Watch) -> Value {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The demo's services that the map must show.
+const SERVICES: [&str; 5] = [
+    "lens-demo",
+    "gateway",
+    "planner",
+    "trainer",
+    "rollout-worker",
+];
 
 fn edge<'m>(map: &'m Value, from: &str, to: &str) -> Option<&'m Value> {
     map["edges"]
@@ -67,13 +61,7 @@ fn the_map_api_has_the_hops_with_their_figures_and_the_lost_one() {
         .iter()
         .map(|s| s["service"].as_str().unwrap())
         .collect();
-    for service in [
-        "lens-demo",
-        "gateway",
-        "planner",
-        "trainer",
-        "rollout-worker",
-    ] {
+    for service in SERVICES {
         assert!(services.contains(&service), "{service}: {map}");
     }
     // The demo's hops that kept their context: one request each, with a duration.
@@ -162,13 +150,7 @@ fn the_map_tab_draws_the_lost_hop_red_with_its_finding_one_click_away_in_chromiu
     );
     let svg = element(dom, "<svg", "</svg>");
     assert!(svg.contains("class=\"service-map\""), "{svg}");
-    for service in [
-        "lens-demo",
-        "gateway",
-        "planner",
-        "trainer",
-        "rollout-worker",
-    ] {
+    for service in SERVICES {
         assert!(
             svg.contains(&format!("<g class=\"node\" data-service=\"{service}\"")),
             "{service}: {svg}"
