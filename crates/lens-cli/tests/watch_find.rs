@@ -9,12 +9,11 @@ mod browser_support;
 mod watch_support;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Instant;
 
 use browser_support::{browse, chromium, console_messages, screenshot, tempdir};
 use serde_json::{Value, json};
-use watch_support::{PATIENCE, Watch, command, demo_broken, demo_into, http, succeed};
+use watch_support::{PATIENCE, Watch, demo_broken, demo_into, http, succeed};
 
 /// Headless Chromium runs the page's script for this much virtual time.
 const VIRTUAL_TIME: &str = "--virtual-time-budget=4000";

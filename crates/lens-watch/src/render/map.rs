@@ -544,7 +544,7 @@ impl ServiceMap {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, clippy::panic)]
 
     use super::*;
     use crate::model::TraceId;
@@ -623,7 +623,7 @@ mod tests {
             unknown,
             orphan,
         ];
-        let map = map(&[spans.clone()], &[], MapBounds::default());
+        let map = map(std::slice::from_ref(&spans), &[], MapBounds::default());
         assert!(map.edges.is_empty(), "{map:?}");
         assert_eq!(map.nodes.len(), 3);
         // The same db span under a CLIENT parent is a hop; a remote flag alone also makes one.
@@ -752,7 +752,7 @@ mod tests {
         let mut spans = chain(20);
         // A call back to the start (a cycle) does not move anything.
         spans.extend(call("s19", "s00", 5000, 191, 10));
-        let map = map_of(&[spans.clone()]);
+        let map = map_of(std::slice::from_ref(&spans));
         let again = map_of(&[spans.into_iter().rev().collect()]);
         assert_eq!(map, again);
         let layers: Vec<usize> = map.nodes.iter().map(|n| n.layer).collect();
