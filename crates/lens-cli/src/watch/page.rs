@@ -6,7 +6,9 @@
 //! `GET /api/traces/{id}/paired` (whether it is complete, and the new roots the doctor paired
 //! with its lost hops: what `lens probe --watch` reads),
 //! `GET /api/status`, `GET /api/findings` (the doctor's latest findings, newest first, as
-//! `lens check --json` prints them). The page polls the list and the findings once a second.
+//! `lens check --json` prints them), `GET /api/map` (the service map of the traces held, as
+//! lens-watch's JSON with its drawing, one SVG element, as `svg`). The page polls the list and
+//! the findings once a second, and the map while it is shown.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -15,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use lens_watch::diagnose::{Rule, Severity};
 use lens_watch::model::TraceId;
+use lens_watch::render::map::MapBounds;
 use lens_watch::session::{ListFilter, ListOrder};
 use lens_watch::{encode, render};
 use serde_json::{Value, json};
@@ -37,6 +40,7 @@ pub(super) fn router(store: Store) -> axum::Router {
         .route("/api/traces/{id}/paired", get(paired))
         .route("/api/status", get(status))
         .route("/api/findings", get(findings))
+        .route("/api/map", get(map))
         .with_state(store)
 }
 
@@ -264,6 +268,17 @@ async fn findings(State(store): State<Store>) -> Response {
     }
     out.push(']');
     ([(header::CONTENT_TYPE, "application/json")], out).into_response()
+}
+
+/// The service map: lens-watch's JSON (services, hops, the findings on them) and `svg`, its
+/// drawing.
+async fn map(State(store): State<Store>) -> Json<Value> {
+    let map = store.lock().service_map(MapBounds::default());
+    let mut svg = String::new();
+    map.svg(&mut svg);
+    let mut json = map.to_json();
+    json["svg"] = Value::String(svg);
+    Json(json)
 }
 
 async fn status(State(store): State<Store>) -> Json<Value> {
