@@ -33,7 +33,10 @@ pub fn lens_with_stdin(args: &[&str], stdin: &str) -> Run {
     }
     let mut child = command.spawn().unwrap();
     let mut input = child.stdin.take().unwrap();
-    input.write_all(stdin.as_bytes()).unwrap();
+    // A command that exits before it reads its input (a usage error) closes the pipe first.
+    if let Err(e) = input.write_all(stdin.as_bytes()) {
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+    }
     drop(input);
     let output = child.wait_with_output().unwrap();
     Run {
