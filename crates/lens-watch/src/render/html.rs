@@ -187,7 +187,7 @@ pub fn trace(view: &TraceView<'_>, out: &mut String) {
                 logs.len(),
                 if logs.len() == 1 { "" } else { "s" },
             );
-            self::logs(logs, trace.start, out);
+            self::logs(logs, Some(trace.start), out);
             out.push_str("</details></td></tr>\n");
         }
     }
@@ -195,8 +195,9 @@ pub fn trace(view: &TraceView<'_>, out: &mut String) {
 }
 
 /// Log records as an `<ol class="logs">`: one `<li>` each with its time (after `start`, in Unix
-/// nanoseconds; the time of day in its title), severity, body and attributes.
-pub fn logs(logs: &[&LogRecord], start: u64, out: &mut String) {
+/// nanoseconds, when given: a trace's start; else the time of day, UTC), severity, body and
+/// attributes.
+pub fn logs(logs: &[&LogRecord], start: Option<u64>, out: &mut String) {
     out.push_str("<ol class=\"logs\">\n");
     for log in logs {
         let level = match log.severity_number {
@@ -204,13 +205,29 @@ pub fn logs(logs: &[&LogRecord], start: u64, out: &mut String) {
             13..=16 => " warn",
             _ => "",
         };
+        let time = match start {
+            Some(start) => format!(
+                "+{}",
+                format_duration(std::time::Duration::from_nanos(
+                    log.time().saturating_sub(start)
+                ))
+            ),
+            None => {
+                let ms = log.time() / 1_000_000;
+                let s = ms / 1000;
+                format!(
+                    "{:02}:{:02}:{:02}.{:03}",
+                    s / 3600 % 24,
+                    s / 60 % 60,
+                    s % 60,
+                    ms % 1000
+                )
+            }
+        };
         let _ = write!(
             out,
-            "<li class=\"log{level}\"><time title=\"{} ns since the Unix epoch\">+{}</time><span class=\"severity\">",
+            "<li class=\"log{level}\"><time title=\"{} ns since the Unix epoch\">{time}</time><span class=\"severity\">",
             log.time(),
-            format_duration(std::time::Duration::from_nanos(
-                log.time().saturating_sub(start)
-            )),
         );
         escape(out, log.severity());
         out.push_str("</span> <span class=\"body\">");
