@@ -50,7 +50,11 @@ to a bad or cut line, with one warning naming the line. \
 OTLP logs are received too (gRPC LogsService, HTTP POST /v1/logs): the page shows each span's log \
 records under it and lists those of no span; --logs prints them under their spans here.",
     mut_arg("json", |a| a.help("Print one JSON object per completed trace (a line each) instead of the waterfall")),
-    after_help = "--save FILE --load FILE keeps a session across restarts: what was saved before is \
+    after_help = "Logs: OTLP logs are received too (gRPC LogsService, HTTP POST /v1/logs, protobuf \
+or JSON): the page shows each span's log records under it and lists those of no span; --logs \
+prints them under their spans here; the newest --max-logs are held. --save keeps spans only.
+
+--save FILE --load FILE keeps a session across restarts: what was saved before is \
 shown, what arrives now is appended to FILE, and no span is shown or written twice (the file is \
 read whole before anything is received). A --load file is read up to a bad or cut line, with one \
 warning naming it; the watch opens all the same.
