@@ -179,9 +179,9 @@ pub fn trace(view: &TraceView<'_>, out: &mut String) {
         out.push_str("\"></div></div></td></tr>\n");
         let logs = view.logs(span.span_id);
         if !logs.is_empty() {
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                "<tr class=\"logs\" data-logs-for=\"{}\"><td colspan=\"5\" style=\"padding-left: {:.1}em\"><details open=\"open\"><summary>{} log record{}</summary>\n",
+                "<tr class=\"logs\" data-logs-for=\"{}\"><td colspan=\"5\" style=\"padding-left: {:.1}em\"><details open=\"open\"><summary>{} log record{}</summary>",
                 span.span_id,
                 1.9 + 1.4 * row.depth as f64,
                 logs.len(),
