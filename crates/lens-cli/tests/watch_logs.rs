@@ -277,3 +277,45 @@ async fn over_http_the_waterfall_with_logs_prints_them_under_their_spans() {
         "{status}"
     );
 }
+
+#[tokio::test]
+async fn save_keeps_the_logs_and_load_shows_them_under_their_spans_again() {
+    let dir = std::env::temp_dir().join(format!("lens-watch-logs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("session.jsonl");
+    let _ = std::fs::remove_file(&file);
+    let path = file.to_str().unwrap();
+    let watch = Watch::start(&["--json", "--save", path]);
+    let sent = send(&watch, Protocol::HttpProtobuf).await;
+    let shown: Value = serde_json::from_str(&watch.next_stdout()).unwrap();
+    // Without --logs, --json is as before.
+    assert!(
+        shown["spans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s.get("logs").is_none())
+    );
+    assert!(watch.stop("INT").status.success());
+    let saved = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        saved
+            .lines()
+            .next()
+            .unwrap()
+            .starts_with(r#"{"resourceLogs":"#),
+        "{saved}"
+    );
+
+    let again = Watch::with(&["--json", "--logs", "--load", path]);
+    let trace: Value = serde_json::from_str(&again.next_stdout()).unwrap();
+    assert_eq!(trace["trace_id"], sent.trace_id);
+    assert_eq!(bodies(&trace, &sent.server), ["INFO request received"]);
+    assert_eq!(
+        bodies(&trace, &sent.child),
+        ["DEBUG planning", "WARN the plan is slow"]
+    );
+    let (_, list) = http(&again.http, "GET", "/api/logs", None);
+    assert_eq!(serde_json::from_str::<Value>(&list).unwrap()["matching"], 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

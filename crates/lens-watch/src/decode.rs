@@ -709,6 +709,21 @@ mod tests {
     }
 
     #[test]
+    fn log_records_round_trip_through_otlp_json() {
+        let mut a = crate::testing::log(Some(3), "a");
+        a.severity_text = "WARNING".into();
+        let mut b = crate::testing::log(None, "b");
+        b.body = Value::KvList(vec![KeyValue::new("k", Value::Bytes(vec![1, 2]))]);
+        let logs = vec![a, b];
+        let line = crate::encode::logs_to_json_line(&logs);
+        assert!(line.starts_with(r#"{"resourceLogs":[{"#), "{line}");
+        let back = decode_logs_json(line.as_bytes()).unwrap();
+        assert_eq!((back.logs, back.rejected_logs), (logs, 0));
+        // A logs line is no trace request: read as one, it holds nothing.
+        assert_eq!(decode_json(line.as_bytes()).unwrap(), Batch::default());
+    }
+
+    #[test]
     fn a_log_record_without_ids_is_kept_and_one_with_bad_ids_rejected() {
         let none = r#"{"body":{"stringValue":"a"},"traceId":"","spanId":"0000000000000000"}"#;
         let bad = r#"{"body":{"stringValue":"b"},"traceId":"4bf92f","spanId":"00f067aa0ba902b7"}"#;

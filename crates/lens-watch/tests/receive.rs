@@ -302,14 +302,7 @@ async fn json_logs_with_a_bad_record_get_a_partial_success_in_json_and_keep_the_
     let body = gzip(json_logs(&format!("{GOOD_LOG},{BAD_LOG}")).as_bytes());
     let (status, ct, reply) = post_to(r.http, LOGS, "application/json", Some("gzip"), body).await;
     assert_eq!((status, ct.as_str()), (200, "application/json"));
-    let reply: serde_json::Value = serde_json::from_slice(&reply).unwrap();
-    assert_eq!(reply["partialSuccess"]["rejectedLogRecords"], "1");
-    assert!(
-        reply["partialSuccess"]["errorMessage"]
-            .as_str()
-            .unwrap()
-            .contains("invalid span id")
-    );
+    assert_json_partial_success(&reply, "rejectedLogRecords", "invalid span id");
     let batch = r.batches.recv().await.unwrap();
     assert_eq!(
         (batch.logs.len(), batch.rejected_logs, batch.rejected),
@@ -508,6 +501,19 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().unwrap()
 }
 
+/// `reply` is an OTLP/JSON partial success of one rejected (counted as `count`), saying `says`.
+fn assert_json_partial_success(reply: &[u8], count: &str, says: &str) {
+    let reply: serde_json::Value = serde_json::from_slice(reply).unwrap();
+    assert_eq!(reply["partialSuccess"][count], "1", "{reply}");
+    assert!(
+        reply["partialSuccess"]["errorMessage"]
+            .as_str()
+            .unwrap()
+            .contains(says),
+        "{reply}"
+    );
+}
+
 #[tokio::test]
 async fn json_with_a_bad_span_gets_a_partial_success_in_json_and_keeps_the_rest() {
     let mut r = start().await;
@@ -520,14 +526,7 @@ async fn json_with_a_bad_span_gets_a_partial_success_in_json_and_keeps_the_rest(
     )
     .await;
     assert_eq!((status, ct.as_str()), (200, "application/json"));
-    let reply: serde_json::Value = serde_json::from_slice(&reply).unwrap();
-    assert_eq!(reply["partialSuccess"]["rejectedSpans"], "1");
-    assert!(
-        reply["partialSuccess"]["errorMessage"]
-            .as_str()
-            .unwrap()
-            .contains("invalid trace id")
-    );
+    assert_json_partial_success(&reply, "rejectedSpans", "invalid trace id");
     let batch = r.batches.recv().await.unwrap();
     assert_eq!((batch.spans.len(), batch.rejected), (1, 1));
 }

@@ -52,7 +52,8 @@ records under it and lists those of no span; --logs prints them under their span
     mut_arg("json", |a| a.help("Print one JSON object per completed trace (a line each) instead of the waterfall")),
     after_help = "Logs: OTLP logs are received too (gRPC LogsService, HTTP POST /v1/logs, protobuf \
 or JSON): the page shows each span's log records under it and lists those of no span; --logs \
-prints them under their spans here; the newest --max-logs are held. --save keeps spans only.
+prints them under their spans here; the newest --max-logs are held; --save writes them as \
+resourceLogs lines, which --load reads back.
 
 --save FILE --load FILE keeps a session across restarts: what was saved before is \
 shown, what arrives now is appended to FILE, and no span is shown or written twice (the file is \
@@ -85,8 +86,8 @@ pub(crate) struct Args {
     #[arg(long)]
     quiet: bool,
 
-    /// Append every span received to FILE as OTLP/JSON lines (for `lens check FILE`, and
-    /// `--load FILE` next time)
+    /// Append every span (and log record) received to FILE as OTLP/JSON lines (for `lens check
+    /// FILE`, and `--load FILE` next time)
     #[arg(long, value_name = "FILE")]
     save: Option<PathBuf>,
 
@@ -539,12 +540,17 @@ fn take(save: &mut Save, store: &Store, batch: Batch, saved: &mut u64) -> Result
     Ok(())
 }
 
-/// Appends `batch` to the save file as one OTLP/JSON line.
+/// Appends `batch` to the save file as one OTLP/JSON line: its spans (`resourceSpans`), or its
+/// log records (`resourceLogs`).
 fn append(file: &mut BufWriter<File>, batch: &Batch) -> std::io::Result<()> {
-    if batch.spans.is_empty() {
+    let line = if !batch.spans.is_empty() {
+        lens_watch::encode::to_json_line(&batch.spans)
+    } else if !batch.logs.is_empty() {
+        lens_watch::encode::logs_to_json_line(&batch.logs)
+    } else {
         return Ok(());
-    }
-    file.write_all(lens_watch::encode::to_json_line(&batch.spans).as_bytes())?;
+    };
+    file.write_all(line.as_bytes())?;
     file.write_all(b"\n")?;
     file.flush()
 }
