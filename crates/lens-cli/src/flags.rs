@@ -107,3 +107,36 @@ pub(crate) fn print(out: &str) -> Result<bool, ExitCode> {
         }
     }
 }
+
+/// Binds `addr`, the OTLP receiver address of `command`'s `flag` (`--grpc`, `--http`), not
+/// blocking; a clear usage error (naming the port and the flag) when it cannot.
+pub(crate) fn bind_receiver(
+    command: &str,
+    addr: std::net::SocketAddr,
+    flag: &str,
+) -> Result<std::net::TcpListener, ExitCode> {
+    std::net::TcpListener::bind(addr)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|e| {
+            let message = if e.kind() == std::io::ErrorKind::AddrInUse {
+                format!(
+                    "port {} is already in use ({flag} {addr}): another `lens watch`, `lens probe` \
+or an OpenTelemetry Collector may be running; stop it or pass {flag} with another address",
+                    addr.port()
+                )
+            } else {
+                format!("cannot listen on {addr} ({flag}): {e}")
+            };
+            crate::cli::usage_error(command, message)
+        })
+}
+
+/// Seconds in (0, 600]: the timeouts and waits of `lens demo` and `lens probe`.
+pub(crate) fn seconds_up_to_ten_minutes(value: &str) -> Result<std::time::Duration, String> {
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 600.0)
+        .map(std::time::Duration::from_secs_f64)
+        .ok_or_else(|| "expected seconds in (0, 600]".to_owned())
+}

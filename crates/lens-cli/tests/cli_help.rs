@@ -41,7 +41,9 @@ fn help_of_every_command_names_its_flags() {
         (
             "probe",
             &[
-                "<URL>",
+                "<TARGET>",
+                "grpc://HOST:PORT",
+                "nats://HOST:PORT/SUBJECT",
                 "--request <METHOD>",
                 "--header <HEADER>",
                 "--data <DATA>",

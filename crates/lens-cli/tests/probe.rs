@@ -6,6 +6,8 @@
 //! nothing on the healthy ones; the healthy chain exits 0.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod watch_support;
+
 use std::io::{BufRead as _, BufReader};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
@@ -251,9 +253,26 @@ async fn probe_text(
     spans: usize,
     args: &[&str],
 ) -> (Option<i32>, String) {
+    // With --watch the spans go to that lens watch; else to the probe's own receiver.
+    let watch = args
+        .iter()
+        .position(|a| *a == "--watch")
+        .map(|i| args[i + 1].to_owned());
+    let receivers: &[&str] = if watch.is_some() {
+        &[]
+    } else {
+        &["--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"]
+    };
     let mut child = Command::new(env!("CARGO_BIN_EXE_lens"))
-        .args(["probe", "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"])
-        .args(["--quiet-for", "3", "--wait", "30", "-d", "{}"])
+        .arg("probe")
+        .args(receivers)
+        .args(["--quiet-for", "3", "--wait", "30"])
+        // A body, unless the test gives its own.
+        .args(if args.contains(&"-d") {
+            &[][..]
+        } else {
+            &["-d", "{}"][..]
+        })
         .args(args)
         .arg(url)
         .stdout(Stdio::piped())
@@ -267,7 +286,7 @@ async fn probe_text(
             let _ = tx.send(line);
         }
     });
-    let mut endpoint = None;
+    let mut endpoint = watch;
     let mut said = Vec::new();
     loop {
         let line = tokio::task::block_in_place(|| rx.recv_timeout(Duration::from_secs(30)))
@@ -413,9 +432,16 @@ async fn a_proxy_that_drops_every_trace_header_loses_the_trace_and_the_probe_nam
 /// `lens probe ARGS` with its receivers on free ports: exit code, stdout, stderr, and how long
 /// it took.
 fn probe_alone(args: &[&str]) -> (Option<i32>, String, String, Duration) {
+    let mut all = vec!["--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    probe_alone_at(&all)
+}
+
+/// `lens probe ARGS`: exit code, stdout, stderr, and how long it took.
+fn probe_alone_at(args: &[&str]) -> (Option<i32>, String, String, Duration) {
     let started = Instant::now();
     let output = Command::new(env!("CARGO_BIN_EXE_lens"))
-        .args(["probe", "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+        .arg("probe")
         .args(args)
         .output()
         .unwrap();
@@ -440,6 +466,14 @@ fn an_address_that_refuses_is_a_clear_error_and_exit_2() {
     let (code, out, err, _) = probe_alone(&[&url]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains(&format!("GET {url}: cannot connect")), "{err}");
+    for target in [
+        format!("grpc://127.0.0.1:{port}"),
+        format!("nats://127.0.0.1:{port}/jobs"),
+    ] {
+        let (code, _, err, _) = probe_alone(&["--timeout", "5", &target]);
+        assert_eq!(code, Some(2), "{target}: {err}");
+        assert!(err.contains(": cannot connect"), "{target}: {err}");
+    }
     assert!(out.is_empty());
 }
 
@@ -478,7 +512,9 @@ async fn a_service_that_never_exports_is_unseen_and_exit_2_after_the_wait() {
 fn bad_arguments_are_usage_errors() {
     for (args, says) in [
         (vec!["https://127.0.0.1:1/"], "https is not supported"),
-        (vec!["127.0.0.1:1"], "expected an http:// URL"),
+        (vec!["127.0.0.1:1"], "expected http://HOST"),
+        (vec!["grpc://h:1/Check"], "not a gRPC method"),
+        (vec!["nats://h:4222"], "a subject to publish to"),
         (
             vec!["-H", "no colon", "http://h/"],
             "expected `Name: value`",
@@ -524,4 +560,161 @@ async fn the_text_report_names_each_hop_in_order_and_what_broke() {
     );
     assert!(lines[2].ends_with("(it received no traceparent)"), "{out}");
     println!("{out}");
+}
+
+// ---- gRPC and NATS targets ----
+
+/// A gRPC service `lens.test.Health/Check` (JSON `null` in, `null` out) behind lens-tonic's
+/// server layer with `policy`; returns its address.
+async fn grpc_service(service: &Service, policy: lens_core::policy::InboundPolicy) -> SocketAddr {
+    use std::convert::Infallible;
+    use std::task::{Context, Poll};
+
+    #[derive(Clone)]
+    struct Health;
+    impl tonic::server::NamedService for Health {
+        const NAME: &'static str = "lens.test.Health";
+    }
+    #[derive(Clone)]
+    struct Check;
+    impl tonic::server::UnaryService<()> for Check {
+        type Response = ();
+        type Future = std::future::Ready<Result<tonic::Response<()>, tonic::Status>>;
+        fn call(&mut self, _: tonic::Request<()>) -> Self::Future {
+            std::future::ready(Ok(tonic::Response::new(())))
+        }
+    }
+    impl tower_service::Service<http::Request<tonic::body::Body>> for Health {
+        type Response = http::Response<tonic::body::Body>;
+        type Error = Infallible;
+        type Future = std::pin::Pin<
+            Box<dyn std::future::Future<Output = Result<Self::Response, Infallible>> + Send>,
+        >;
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            Poll::Ready(Ok(()))
+        }
+        fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+            Box::pin(async move {
+                let mut grpc = tonic::server::Grpc::new(lens_tonic::JsonCodec::<(), ()>::new());
+                Ok(grpc.unary(Check, request).await)
+            })
+        }
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let layer = lens_tonic::ServerLayer::new()
+        .with_tracer(opentelemetry::trace::TracerProvider::tracer(
+            &service.provider,
+            "lens-tonic",
+        ))
+        .with_inbound_policy(policy)
+        .with_baggage_keys(true);
+    tokio::spawn(async move {
+        tonic::transport::Server::builder()
+            .layer(layer)
+            .add_service(Health)
+            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
+            .await
+            .unwrap();
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_grpc_call_carries_the_context_in_its_metadata() {
+    let trainer = Service::new("trainer");
+    let addr = grpc_service(&trainer, lens_core::policy::InboundPolicy::trust_all()).await;
+    let target = format!("grpc://{addr}/lens.test.Health/Check");
+    let (code, route) = probe(&target, std::slice::from_ref(&trainer), 1, &["-d", "null"]).await;
+    assert_eq!(code, Some(0), "{route:#}");
+    let first = hop(&route, "lens probe", "trainer");
+    assert_healthy(first);
+    assert_eq!(first["kind"], "grpc");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_grpc_server_that_ignores_the_context_loses_the_first_hop() {
+    let trainer = Service::new("trainer");
+    let addr = grpc_service(&trainer, lens_core::policy::InboundPolicy::ignore_all()).await;
+    let target = format!("grpc://{addr}/lens.test.Health/Check");
+    let (code, route) = probe(&target, std::slice::from_ref(&trainer), 1, &["-d", "null"]).await;
+    assert_eq!(code, Some(1), "{route:#}");
+    // The doctor paired the probe's own CLIENT span with the server's new root, by method and
+    // address.
+    let lost = hop(&route, "lens probe", "trainer");
+    assert_eq!(
+        lost["broken"],
+        serde_json::json!(["lost-context"]),
+        "{lost:#}"
+    );
+    assert!(
+        lost["trace"]["lost"]["cause"]
+            .as_str()
+            .unwrap()
+            .starts_with("untrusted"),
+        "{lost:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_nats_message_carries_the_context_in_its_headers() {
+    let Some(nats) = lens_testkit::nats::NatsServer::start() else {
+        return;
+    };
+    let worker = Service::new("rollout-worker");
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    let subscriber = client.subscribe("jobs.rollout").await.unwrap();
+    client.flush().await.unwrap();
+    let mut jobs = lens_nats::Consumer::new()
+        .with_tracer(opentelemetry::trace::TracerProvider::tracer(
+            &worker.provider,
+            "lens-nats",
+        ))
+        .with_baggage_keys(true)
+        .subscriber(&client, subscriber);
+    tokio::spawn(async move {
+        use futures_util::StreamExt as _;
+        while let Some(job) = jobs.next().await {
+            drop(job);
+        }
+    });
+    let target = format!("nats://127.0.0.1:{}/jobs.rollout", nats.port());
+    let (code, route) = probe(&target, std::slice::from_ref(&worker), 1, &["-d", "job 1"]).await;
+    assert_eq!(code, Some(0), "{route:#}");
+    let first = hop(&route, "lens probe", "rollout-worker");
+    assert_healthy(first);
+    assert_eq!(first["kind"], "messaging");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_watch_the_probe_reads_the_route_from_a_running_lens_watch() {
+    let watch = watch_support::Watch::start(&[]);
+    let base = format!("http://{}", watch.http);
+    // A lost hop: lens watch pairs it, and the probe follows the pairing to the new trace.
+    let (url, services) = chain(Proxy::DropAll).await;
+    let (code, route) = probe(&url, &services, 3, &["--watch", &base]).await;
+    assert_eq!(code, Some(1), "{route:#}");
+    assert_healthy(hop(&route, "lens probe", "gateway"));
+    let lost = hop(&route, "gateway", "planner");
+    assert_eq!(
+        lost["broken"],
+        serde_json::json!(["lost-context"]),
+        "{lost:#}"
+    );
+    assert_eq!(lost["trace"]["lost"]["cause"], "none");
+
+    // Healthy through the same lens watch.
+    let (url, services) = chain(Proxy::Pass).await;
+    let (code, route) = probe(&url, &services, 3, &["--watch", &base]).await;
+    assert_eq!(code, Some(0), "{route:#}");
+    assert_healthy(hop(&route, "gateway", "planner"));
+
+    // Nothing answering at the address: exit 2 before any request.
+    let (code, _, err, _) =
+        probe_alone_at(&["--watch", "http://127.0.0.1:9", "http://127.0.0.1:9/"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("no lens watch answers at http://127.0.0.1:9"),
+        "{err}"
+    );
 }

@@ -9,12 +9,11 @@ mod browser_support;
 mod watch_support;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Instant;
 
 use browser_support::{browse, chromium, console_messages, screenshot, tempdir};
 use serde_json::{Value, json};
-use watch_support::{PATIENCE, Watch, command, demo_into, http};
+use watch_support::{PATIENCE, Watch, demo_broken, demo_into, http, succeed};
 
 /// Headless Chromium runs the page's script for this much virtual time.
 const VIRTUAL_TIME: &str = "--virtual-time-budget=4000";
@@ -89,14 +88,6 @@ fn two_traces(watch: &Watch) {
     }
     watch.next_stdout();
     watch.next_stdout();
-}
-
-/// Runs `lens ARGS`, which must succeed; what it printed.
-fn succeed(args: &[&str]) -> std::process::Output {
-    let output = command(args).stdin(Stdio::null()).output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "lens {args:?}: {stderr}");
-    output
 }
 
 /// The status line and the JSON body of `GET path`.
@@ -355,13 +346,7 @@ fn a_lost_hop_is_marked_in_the_list_and_its_other_trace_is_one_click_away_in_chr
         return;
     };
     let watch = Watch::start(&[]);
-    succeed(&[
-        "demo",
-        "--break",
-        "gateway->planner",
-        "--otlp",
-        &format!("http://{}", watch.http),
-    ]);
+    demo_broken(&watch.http);
     // The finding comes once both traces are complete.
     let deadline = Instant::now() + PATIENCE;
     let lost = loop {

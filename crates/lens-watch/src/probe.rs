@@ -84,6 +84,17 @@ impl Sent {
     /// (nanoseconds since the Unix epoch): service [`PROBE_SERVICE`], the HTTP client
     /// conventions (`http.request.method`, `url.full`, `server.address`, `server.port`).
     pub fn client_span(&self, url: &str, method: &str, start: u64, end: u64) -> Span {
+        self.span(
+            SpanKind::Client,
+            Sent::http_client_attributes(url, method),
+            start,
+            end,
+        )
+    }
+
+    /// The HTTP client conventions' attributes of a request to `url` with `method`:
+    /// `http.request.method`, `url.full`, `server.address`, `server.port`.
+    pub fn http_client_attributes(url: &str, method: &str) -> Vec<KeyValue> {
         let mut attributes = vec![
             KeyValue::new("http.request.method", Value::String(method.to_owned())),
             KeyValue::new("url.full", Value::String(url.to_owned())),
@@ -92,7 +103,7 @@ impl Sent {
             attributes.push(KeyValue::new("server.address", Value::String(host)));
             attributes.push(KeyValue::new("server.port", Value::Int(i64::from(port))));
         }
-        self.span(SpanKind::Client, attributes, start, end)
+        attributes
     }
 
     /// `lens.baggage.keys` of what the probe sent, as a lens client records it.

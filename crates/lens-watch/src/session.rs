@@ -41,6 +41,7 @@ use crate::assemble::{Assembler, Config, Stats, TraceEntry};
 use crate::decode::Batch;
 use crate::diagnose::{Doctor, DoctorConfig, Finding, FindingCounts, Rule, Severity};
 use crate::model::{LogRecord, Span, SpanId, Status, TraceId};
+use crate::render::map::{MapBounds, ServiceMap};
 use crate::render::{HopNames, TraceView, bounds};
 
 /// What a [`Session`] is built with.
@@ -657,6 +658,16 @@ impl Session {
         self.findings.iter()
     }
 
+    /// The service map of the traces held, with the findings held (newest first) drawn on
+    /// their hops, within `bounds`: one pass over the spans held.
+    pub fn service_map(&self, bounds: MapBounds) -> ServiceMap {
+        ServiceMap::build(
+            self.assembler.traces().map(|(_, t)| t.spans.as_slice()),
+            self.findings.iter().rev(),
+            bounds,
+        )
+    }
+
     /// The statistics; `Display` is the status line.
     pub fn stats(&self) -> SessionStats {
         SessionStats {
@@ -974,6 +985,21 @@ mod tests {
         };
         assert_eq!(worst(TraceId([9; 16])), Some(Severity::Warning));
         assert_eq!(worst(sample()[0].trace_id), None);
+    }
+
+    #[test]
+    fn the_service_map_is_of_the_traces_held() {
+        let mut session = Session::new(SessionConfig::default());
+        assert!(session.service_map(MapBounds::default()).nodes.is_empty());
+        session.ingest(batch(sample()), Instant::now());
+        let map = session.service_map(MapBounds::default());
+        assert_eq!(map.traces, 1);
+        let edges: Vec<(&str, &str, u64, u64)> = map
+            .edges
+            .iter()
+            .map(|e| (e.from.as_str(), e.to.as_str(), e.requests, e.median_ns))
+            .collect();
+        assert_eq!(edges, [("client", "gateway", 1, 600_000)]);
     }
 
     #[test]

@@ -1,13 +1,15 @@
 """The Python HTTP service of the interop run: FastAPI + NeMo Lens, calling Rust through aiohttp.
 
     python service.py --rust-url http://127.0.0.1:PORT --spans PATH
-        [--otlp-protocol grpc|http/protobuf --otlp-endpoint URL]
+        [--otlp-protocol grpc|http/protobuf --otlp-endpoint URL] [--baggage-keys]
 
 Binds 127.0.0.1 on a free port and prints `LISTENING <port>`. The FastAPI app is instrumented
 with NeMo Lens's `instrument_fastapi`, the aiohttp client with `instrument_aiohttp_client`.
 When standard input closes, the server stops, every span is flushed and written to PATH as JSON,
 and `SPANS <count>` is printed. With `--otlp-*`, every span is also exported, as it ends, by the
-SDK's OTLP exporter (gRPC or HTTP/protobuf) to that endpoint (`lens watch`).
+SDK's OTLP exporter (gRPC or HTTP/protobuf) to that endpoint (`lens watch`). With
+`--baggage-keys`, SERVER spans record the keys of the baggage that arrived (docs/probe.md's span
+processor, `BaggageKeys` below).
 
 Endpoints (each answers with what it saw, `describe()` of the current Context):
   GET  /health   readiness (not traced: OTEL_PYTHON_FASTAPI_EXCLUDED_URLS=health)
@@ -35,6 +37,8 @@ import aiohttp  # noqa: E402
 import uvicorn  # noqa: E402
 from fastapi import FastAPI, Request  # noqa: E402
 from opentelemetry import baggage, context  # noqa: E402
+from opentelemetry.sdk.trace import SpanProcessor  # noqa: E402
+from opentelemetry.trace import SpanKind  # noqa: E402
 
 from opentelemetry.instrumentation.aiohttp_client import (  # noqa: E402
     AioHttpClientInstrumentor,
@@ -53,10 +57,15 @@ def main() -> int:
     parser.add_argument("--spans", required=True)
     parser.add_argument("--otlp-protocol", choices=["grpc", "http/protobuf"])
     parser.add_argument("--otlp-endpoint")
+    parser.add_argument("--baggage-keys", action="store_true")
     args = parser.parse_args()
     rust_url = args.rust_url.rstrip("/")
 
     handle, exporter = common.setup("lens-interop-python", args.otlp_protocol, args.otlp_endpoint)
+    if args.baggage_keys:
+        from opentelemetry import trace
+
+        trace.get_tracer_provider().add_span_processor(BaggageKeys())
     instrument_aiohttp_client()
 
     app = FastAPI()
@@ -129,6 +138,17 @@ def main() -> int:
     count = common.write_spans(exporter, handle, args.spans)
     print(f"SPANS {count}", flush=True)
     return 0
+
+
+class BaggageKeys(SpanProcessor):
+    """docs/probe.md's span processor: on every SERVER and CONSUMER span, the keys of the
+    baggage that arrived (`lens.baggage.keys`), never the values; what lets `lens probe` see a
+    Python service's baggage."""
+
+    def on_start(self, span, parent_context=None):
+        if span.kind in (SpanKind.SERVER, SpanKind.CONSUMER):
+            # parent_context: the context extracted from the request, baggage included.
+            span.set_attribute("lens.baggage.keys", list(baggage.get_all(parent_context)))
 
 
 def _drop_propagation() -> aiohttp.TraceConfig:

@@ -141,7 +141,7 @@ pub(crate) struct OtlpTargets {
 pub(crate) const RUST_SERVICE: &str = "lens-interop-rust";
 
 /// Sends `spans` to `target` with opentelemetry-otlp, as service [`RUST_SERVICE`].
-async fn export_rust(
+pub(crate) async fn export_rust(
     spans: Vec<opentelemetry_sdk::trace::SpanData>,
     target: &(opentelemetry_otlp::Protocol, String),
 ) -> Result<()> {
@@ -335,6 +335,19 @@ impl PythonService {
         otlp: Option<&OtlpTargets>,
         client: &reqwest::Client,
     ) -> Result<Self> {
+        Self::start_with(python, scripts, rust_url, out, otlp, client, &[]).await
+    }
+
+    /// [`PythonService::start`] with `extra` arguments for service.py.
+    pub(crate) async fn start_with(
+        python: &Path,
+        scripts: &Path,
+        rust_url: &str,
+        out: &Path,
+        otlp: Option<&OtlpTargets>,
+        client: &reqwest::Client,
+        extra: &[&str],
+    ) -> Result<Self> {
         let spans = out.join("python-spans.json");
         let mut args = vec![
             "--rust-url".to_owned(),
@@ -350,6 +363,7 @@ impl PythonService {
                 otlp.python.1.clone(),
             ]);
         }
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
         let mut process = PythonProcess::spawn(python, &scripts.join("service.py"), args)?;
         let port = tokio::task::block_in_place(|| process.read_tagged("LISTENING", START_TIMEOUT))?;
         let url = format!("http://127.0.0.1:{port}");

@@ -39,6 +39,10 @@
 //!   Python, a Python publisher that does not inject, a lens consumer that links. `lens check
 //!   --json` on the saved file finds the two `lost-context` (HTTP and queue), the one
 //!   `untrusted-linked`, and nothing else.
+//! * `probe`: `lens probe --watch` through FastAPI (NeMo Lens) -> aiohttp -> a proxy -> axum (lens)
+//!   -> reqwest (lens) -> FastAPI, every span into one `lens watch`; the proxy healthy, dropping
+//!   `tracestate`, re-parenting, or dropping every trace header: the probe names that hop and
+//!   what broke, and nothing else.
 //!
 //! Where docs/propagation-rules.md#differences-from-nemo-lens says lens differs, the check expects lens's documented behaviour and the
 //! scenario names the row. The last line is `interop: N passed, M failed`; the exit status is 1
@@ -54,6 +58,7 @@ mod grpc;
 mod http;
 mod nats;
 mod nccl;
+mod probe;
 mod python;
 mod ray;
 mod rows;
@@ -71,7 +76,7 @@ use python::{PythonProcess, START_TIMEOUT};
 const USAGE: &str =
     "usage: lens-interop --python PYTHON --scripts DIR --out DIR [--lens LENS] [--only SCENARIO]
 scenarios: nccl, ray, http-python-first, http-rust-first, grpc-python-to-rust, grpc-rust-to-python,
-nats, watch, doctor (default: all; watch and doctor need --lens)";
+nats, watch, doctor, probe (default: all; watch, doctor and probe need --lens)";
 
 const SCENARIOS: &[&str] = &[
     "nccl",
@@ -83,6 +88,7 @@ const SCENARIOS: &[&str] = &[
     "nats",
     "watch",
     "doctor",
+    "probe",
 ];
 
 struct Options {
@@ -215,7 +221,7 @@ async fn main() -> ExitCode {
         results.push(checks);
     }
     // The scenarios that run `lens watch` and `lens check`.
-    for name in ["watch", "doctor"] {
+    for name in ["watch", "doctor", "probe"] {
         if !wanted(name) {
             continue;
         }
@@ -230,7 +236,10 @@ async fn main() -> ExitCode {
             (Some(lens), Ok(out)) if name == "watch" => {
                 watch::run(lens, python, scripts, &out, &mut checks).await
             }
-            (Some(lens), Ok(out)) => doctor::run(lens, python, scripts, &out, &mut checks).await,
+            (Some(lens), Ok(out)) if name == "doctor" => {
+                doctor::run(lens, python, scripts, &out, &mut checks).await
+            }
+            (Some(lens), Ok(out)) => probe::run(lens, python, scripts, &out, &mut checks).await,
         };
         if let Err(e) = run {
             checks.fail("scenario could not finish", e);

@@ -39,7 +39,8 @@ impl Drop for Watch {
     }
 }
 
-fn lines(reader: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+/// The lines of `reader`, read on a thread of their own.
+pub(crate) fn lines(reader: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(reader)
@@ -111,6 +112,11 @@ impl Watch {
     /// Its OTLP/gRPC endpoint, `http://ADDR`.
     pub(crate) fn grpc_url(&self) -> String {
         format!("http://{}", self.grpc)
+    }
+
+    /// Its HTTP address, `ADDR` (OTLP/HTTP, the page and its API).
+    pub(crate) fn http_addr(&self) -> &str {
+        &self.http
     }
 
     /// Its OTLP/HTTP endpoint, `http://ADDR/v1/traces`.

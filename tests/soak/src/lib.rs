@@ -8,6 +8,8 @@
 //! * [`run_otlp_faults`]: the same chain while the OTLP collector is down or black-holing,
 //!   against the same exporter with a healthy collector, alternated in one run: no failed
 //!   request, no slow-down above 5%.
+//! * [`run_watch_load`]: `lens watch --max-traces M` under N real SDK exporters at once: every
+//!   span accounted for through evictions, bounded resident memory, a responsive page.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -28,6 +30,7 @@ mod otlp;
 mod rss;
 mod soak;
 mod tally;
+mod watch_load;
 
 pub use chain::{BACK_SPAN, Chain, FRONT_SPAN, Outcome, RequestId, send};
 pub use error::SoakError;
@@ -35,6 +38,10 @@ pub use otlp::{ArmStats, Mode, OtlpOptions, OtlpReport, RoundStats, Statistic, r
 pub use rss::resident_bytes;
 pub use soak::{SoakOptions, SoakReport, run_soak};
 pub use tally::{SPANS_PER_REQUEST, SpanTally, TallyCounts};
+pub use watch_load::{
+    BYTES_PER_HELD_SPAN, POLL_P95_LIMIT, RSS_SLACK, SPANS_PER_TRACE, WatchLoadOptions,
+    WatchLoadReport, run_watch_load,
+};
 
 /// The README's example, compiled as a doctest.
 #[cfg(doctest)]

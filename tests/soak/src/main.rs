@@ -3,6 +3,7 @@
 //! ```text
 //! lens-soak soak --seconds N --concurrency C
 //! lens-soak otlp-faults --seconds N --concurrency C
+//! lens-soak watch-load --seconds N --concurrency C --lens PATH
 //! ```
 //! Prints the figures; exits 1 when a check fails, 2 on a usage error.
 #![forbid(unsafe_code)]
@@ -10,17 +11,27 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use lens_soak::{Mode, OtlpOptions, SoakOptions, Statistic, run_otlp_faults, run_soak};
+use std::path::PathBuf;
+
+use lens_soak::{
+    Mode, OtlpOptions, SoakOptions, Statistic, WatchLoadOptions, run_otlp_faults, run_soak,
+    run_watch_load,
+};
 
 const USAGE: &str = "\
 usage: lens-soak soak --seconds N --concurrency C
        lens-soak otlp-faults --seconds N --concurrency C
+       lens-soak watch-load --seconds N --concurrency C --lens PATH
 
 soak         the axum -> reqwest -> axum chain on loopback under C concurrent clients for N
              seconds; checks 0 context mix-ups, 0 lost spans, flat memory; prints requests/s
 otlp-faults  the same chain with the OTLP collector down and black-holing, against a healthy
              collector (and, for the record, no exporter), alternated for N seconds; checks 0
-             failed requests and at most 5% slower than with the healthy collector";
+             failed requests and at most 5% slower than with the healthy collector
+watch-load   C OpenTelemetry SDK exporters (one service each) send traces for N seconds into
+             `PATH watch --max-traces 200`; checks every span received and accounted for
+             (received = shown + open + dropped, with evictions), its resident memory under the
+             bound, and GET /api/traces under 100 ms at p95 while loaded";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -28,7 +39,7 @@ fn main() -> ExitCode {
         eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
-    let (seconds, concurrency) = match options(rest) {
+    let (seconds, concurrency, lens) = match options(rest) {
         Ok(o) => o,
         Err(message) => {
             eprintln!("error: {message}\n\n{USAGE}");
@@ -45,6 +56,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if command == "watch-load" {
+        // Threads and blocking clients: no runtime.
+        return finish(watch_load(seconds, concurrency, lens));
+    }
     let failures = match command.as_str() {
         "soak" => runtime.block_on(soak(seconds, concurrency)),
         "otlp-faults" => runtime.block_on(otlp_faults(seconds, concurrency)),
@@ -59,6 +74,10 @@ fn main() -> ExitCode {
     };
     // The runtime may hold a connection of the black-hole exporter: do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));
+    finish(failures)
+}
+
+fn finish(failures: Result<Vec<String>, lens_soak::SoakError>) -> ExitCode {
     match failures {
         Ok(failures) if failures.is_empty() => ExitCode::SUCCESS,
         Ok(failures) => {
@@ -74,8 +93,8 @@ fn main() -> ExitCode {
     }
 }
 
-fn options(args: &[String]) -> Result<(u64, usize), String> {
-    let (mut seconds, mut concurrency) = (20u64, 8usize);
+fn options(args: &[String]) -> Result<(u64, usize, Option<PathBuf>), String> {
+    let (mut seconds, mut concurrency, mut lens) = (20u64, 8usize, None);
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
         let mut value = |name: &str| {
@@ -98,10 +117,11 @@ fn options(args: &[String]) -> Result<(u64, usize), String> {
                     .filter(|&c| c > 0)
                     .ok_or("`--concurrency` takes a positive whole number")?;
             }
+            "--lens" => lens = Some(PathBuf::from(value("--lens")?)),
             other => return Err(format!("unknown option `{other}`")),
         }
     }
-    Ok((seconds, concurrency))
+    Ok((seconds, concurrency, lens))
 }
 
 fn mib(bytes: Option<u64>) -> String {
@@ -148,6 +168,55 @@ async fn soak(seconds: u64, concurrency: usize) -> Result<Vec<String>, lens_soak
     let failures = r.failures();
     if failures.is_empty() {
         println!("soak: passed");
+    }
+    Ok(failures)
+}
+
+fn watch_load(
+    seconds: u64,
+    exporters: usize,
+    lens: Option<PathBuf>,
+) -> Result<Vec<String>, lens_soak::SoakError> {
+    let lens = lens.ok_or_else(|| {
+        lens_soak::SoakError::Options("watch-load needs --lens PATH (the lens binary)".into())
+    })?;
+    let options = WatchLoadOptions::new(lens, Duration::from_secs(seconds), exporters);
+    println!(
+        "watch-load: {seconds} s, {exporters} exporters × {} traces/s × {} spans, --max-traces {}",
+        options.traces_per_second,
+        lens_soak::SPANS_PER_TRACE,
+        options.max_traces
+    );
+    let r = run_watch_load(&options)?;
+    println!(
+        "  spans           {} sent ({:.0}/s), {} received: {} shown + {} open + {} dropped",
+        r.spans_sent,
+        r.spans_per_second(),
+        r.spans_received,
+        r.spans_shown,
+        r.spans_open,
+        r.spans_dropped
+    );
+    println!(
+        "  evicted         {} traces ({} of them open)",
+        r.evicted_traces, r.evicted_open_traces
+    );
+    println!(
+        "  memory (RSS)    {} idle, max {} under load, bound {}",
+        mib(Some(r.rss_idle)),
+        mib(Some(r.rss_max)),
+        mib(Some(r.rss_bound))
+    );
+    println!(
+        "  GET /api/traces {} polls: p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms",
+        r.polls,
+        r.poll_p50.as_secs_f64() * 1e3,
+        r.poll_p95.as_secs_f64() * 1e3,
+        r.poll_max.as_secs_f64() * 1e3
+    );
+    let failures = r.failures();
+    if failures.is_empty() {
+        println!("watch-load: passed");
     }
     Ok(failures)
 }

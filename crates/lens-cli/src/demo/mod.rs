@@ -136,7 +136,7 @@ pub(crate) struct Args {
     otlp: Option<String>,
 
     /// Seconds to wait for the collector (default: OTEL_EXPORTER_OTLP_TIMEOUT, else 10)
-    #[arg(long, value_name = "S", value_parser = seconds)]
+    #[arg(long, value_name = "S", value_parser = crate::flags::seconds_up_to_ten_minutes)]
     otlp_timeout: Option<Duration>,
 
     /// Send HOP without trace context (its client records its span but injects nothing) and
@@ -207,16 +207,6 @@ fn collector_url(value: &str) -> Result<String, String> {
                 .to_owned(),
         ),
     }
-}
-
-/// `--otlp-timeout`: seconds in (0, 600].
-fn seconds(value: &str) -> Result<Duration, String> {
-    value
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 600.0)
-        .map(Duration::from_secs_f64)
-        .ok_or_else(|| "expected seconds in (0, 600]".to_owned())
 }
 
 /// What `lens demo` runs with, checked before anything starts.
@@ -590,9 +580,15 @@ mod tests {
 
     #[test]
     fn timeouts_are_positive_seconds_up_to_ten_minutes() {
-        assert_eq!(seconds("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(
+            crate::flags::seconds_up_to_ten_minutes("1.5"),
+            Ok(Duration::from_millis(1500))
+        );
         for bad in ["0", "-1", "601", "NaN", "inf", "x"] {
-            assert!(seconds(bad).is_err(), "{bad}");
+            assert!(
+                crate::flags::seconds_up_to_ten_minutes(bad).is_err(),
+                "{bad}"
+            );
         }
     }
 }

@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 
 use crate::cli::{runtime, usage_error};
 use crate::files::{self, Source};
-use crate::flags::{Bounds, ColourFlag, JsonFlag};
+use crate::flags::{Bounds, ColourFlag, JsonFlag, bind_receiver};
 use crate::hops::HOP_NAMES;
 use stop::{Signals, stop_at_once};
 use terminal::Terminal;
@@ -143,27 +143,6 @@ impl Store {
 /// The save file: shared with [`stop_at_once`] during a stop.
 pub(crate) type Save = Option<(PathBuf, BufWriter<File>)>;
 
-/// Binds `addr` for `flag`; a clear usage error (naming the port and the flag) when it cannot.
-fn bind(addr: SocketAddr, flag: &str) -> Result<std::net::TcpListener, ExitCode> {
-    let listener = std::net::TcpListener::bind(addr).map_err(|e| {
-        let message = if e.kind() == std::io::ErrorKind::AddrInUse {
-            format!(
-                "port {} is already in use ({flag} {addr}): another `lens watch` or an OpenTelemetry \
-Collector may be running; stop it or pass {flag} with another address",
-                addr.port()
-            )
-        } else {
-            format!("cannot listen on {addr} ({flag}): {e}")
-        };
-        usage_error("watch", message)
-    })?;
-    listener.set_nonblocking(true).map_err(|e| {
-        eprintln!("error: {e}");
-        ExitCode::FAILURE
-    })?;
-    Ok(listener)
-}
-
 /// Opens the --save file for appending (created if need be). A file that ends mid-line (a run
 /// killed while writing) is mended first, so that the lines appended are whole and readable
 /// after it: a last line that is a whole request gets its newline; one that is not (cut off) is
@@ -251,11 +230,11 @@ pub(crate) fn main(args: Args) -> ExitCode {
         Ok(sources) => sources,
         Err(message) => return usage_error("watch", message),
     };
-    let grpc = match bind(args.grpc, "--grpc") {
+    let grpc = match bind_receiver("watch", args.grpc, "--grpc") {
         Ok(l) => l,
         Err(code) => return code,
     };
-    let http = match bind(args.http, "--http") {
+    let http = match bind_receiver("watch", args.http, "--http") {
         Ok(l) => l,
         Err(code) => return code,
     };

@@ -5,16 +5,21 @@
 //! time),
 //! `GET /api/traces/{id}/matches` (the spans of it that the list's filter finds),
 //! `GET /api/traces/{id}/otlp` (its spans as one OTLP/JSON line, as `--save` writes, to download),
+//! `GET /api/traces/{id}/paired` (whether it is complete, and the new roots the doctor paired
+//! with its lost hops: what `lens probe --watch` reads),
 //! `GET /api/status`, `GET /api/findings` (the doctor's latest findings, newest first, as
-//! `lens check --json` prints them). The page polls the list and the findings once a second.
+//! `lens check --json` prints them), `GET /api/map` (the service map of the traces held, as
+//! lens-watch's JSON with its drawing, one SVG element, as `svg`). The page polls the list and
+//! the findings once a second, and the map while it is shown.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use lens_watch::diagnose::Severity;
+use lens_watch::diagnose::{Rule, Severity};
 use lens_watch::model::TraceId;
+use lens_watch::render::map::MapBounds;
 use lens_watch::session::{ListFilter, ListOrder};
 use lens_watch::{encode, render};
 use serde_json::{Value, json};
@@ -37,9 +42,11 @@ pub(super) fn router(store: Store) -> axum::Router {
         .route("/api/traces/{id}", get(trace))
         .route("/api/traces/{id}/matches", get(matches))
         .route("/api/traces/{id}/otlp", get(otlp))
+        .route("/api/traces/{id}/paired", get(paired))
         .route("/api/status", get(status))
         .route("/api/findings", get(findings))
         .route("/api/logs", get(logs))
+        .route("/api/map", get(map))
         .with_state(store)
 }
 
@@ -222,6 +229,40 @@ async fn otlp(State(store): State<Store>, Path(id): Path<String>) -> Response {
         .into_response()
 }
 
+/// What `lens probe --watch` reads of a trace: whether it is held and complete, its span count,
+/// and the traces the doctor paired with it as the new roots of its lost hops
+/// (`lost-context` findings whose client side is in it), each with its own state and the
+/// finding.
+async fn paired(State(store): State<Store>, Path(id): Path<String>) -> Response {
+    let id = match trace_id(&id) {
+        Ok(id) => id,
+        Err(wrong) => return bad_request(wrong),
+    };
+    let session = store.lock();
+    let state = |id: &TraceId| {
+        let trace = session.assembler().trace(id);
+        json!({
+            "trace_id": id.to_string(),
+            "held": trace.is_some(),
+            "complete": trace.is_some_and(|t| t.complete),
+            "spans": trace.map_or(0, |t| t.spans.len()),
+        })
+    };
+    let mut answer = state(&id);
+    let paired: Vec<Value> = session
+        .findings()
+        .filter(|f| f.rule == Rule::LostContext && f.trace_ids.first() == Some(&id))
+        .filter_map(|f| {
+            let new_root = f.trace_ids.get(1)?;
+            let mut entry = state(new_root);
+            entry["finding"] = serde_json::from_str(&f.to_json()).unwrap_or(Value::Null);
+            Some(entry)
+        })
+        .collect();
+    answer["paired"] = Value::Array(paired);
+    Json(answer).into_response()
+}
+
 async fn findings(State(store): State<Store>) -> Response {
     let session = store.lock();
     let mut out = String::from("[");
@@ -233,6 +274,17 @@ async fn findings(State(store): State<Store>) -> Response {
     }
     out.push(']');
     ([(header::CONTENT_TYPE, "application/json")], out).into_response()
+}
+
+/// The service map: lens-watch's JSON (services, hops, the findings on them) and `svg`, its
+/// drawing.
+async fn map(State(store): State<Store>) -> Json<Value> {
+    let map = store.lock().service_map(MapBounds::default());
+    let mut svg = String::new();
+    map.svg(&mut svg);
+    let mut json = map.to_json();
+    json["svg"] = Value::String(svg);
+    Json(json)
 }
 
 /// `?service=`.

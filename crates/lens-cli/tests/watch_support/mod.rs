@@ -173,6 +173,26 @@ impl Drop for Watch {
     }
 }
 
+/// Runs `lens ARGS`, which must succeed; what it printed.
+pub fn succeed(args: &[&str]) -> std::process::Output {
+    let output = command(args).stdin(Stdio::null()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "lens {args:?}: {stderr}");
+    output
+}
+
+/// Runs `lens demo --break gateway->planner` sending to `lens watch` at `http` (its HTTP
+/// address): the request crosses that hop without its context (a `lost-context` finding).
+pub fn demo_broken(http: &str) {
+    succeed(&[
+        "demo",
+        "--break",
+        "gateway->planner",
+        "--otlp",
+        &format!("http://{http}"),
+    ]);
+}
+
 /// One HTTP/1.1 request to `addr` (a JSON body when given); the status line and the body.
 pub fn http(addr: &str, method: &str, path: &str, body: Option<&str>) -> (String, String) {
     use std::io::{Read as _, Write as _};

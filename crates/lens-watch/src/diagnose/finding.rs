@@ -132,6 +132,11 @@ impl Finding {
     /// The finding as one JSON object (no newline): `{"finding": "<rule id>", "severity": ...,
     /// "trace_ids": [...], "span_ids": [...], "services": [...], "message": ..., "doc": ...}`.
     pub fn to_json(&self) -> String {
+        self.to_value().to_string()
+    }
+
+    /// [`Finding::to_json`]'s object, as a value to place in a larger document.
+    pub(crate) fn to_value(&self) -> serde_json::Value {
         serde_json::json!({
             "finding": self.rule.id(),
             "severity": self.severity().name(),
@@ -141,7 +146,6 @@ impl Finding {
             "message": self.message,
             "doc": self.doc(),
         })
-        .to_string()
     }
 }
 

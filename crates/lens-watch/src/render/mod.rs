@@ -12,6 +12,7 @@ use crate::model::{Span, SpanId, SpanKind, TraceId};
 
 pub mod html;
 pub mod json;
+pub mod map;
 pub mod text;
 mod view;
 

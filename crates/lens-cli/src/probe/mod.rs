@@ -6,11 +6,11 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use lens_watch::decode::Batch;
 use lens_watch::diagnose::Rule;
-use lens_watch::model::{KeyValue, SpanId, TraceId, Value};
+use lens_watch::model::{SpanId, TraceId};
 use lens_watch::probe::{Route, Sent};
 use lens_watch::receive;
 use lens_watch::session::{Session, SessionConfig};
@@ -18,6 +18,10 @@ use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator};
 use tokio::sync::mpsc;
 
 use crate::cli::{USAGE_ERROR, runtime, usage_error};
+use send::{Request, Target};
+
+mod send;
+mod watch;
 use crate::flags::JsonFlag;
 use crate::hops::HOP_NAMES;
 
@@ -39,7 +43,8 @@ const RULES: [Rule; 5] = [
 /// `lens probe`: one request with a recognisable context; the route it took, hop by hop.
 #[derive(Debug, clap::Args)]
 #[command(
-    long_about = "Sends one HTTP request to URL carrying a fresh trace context (traceparent with \
+    long_about = "Sends one request to TARGET (an HTTP request, a gRPC call or a NATS message) \
+carrying a fresh trace context (traceparent with \
 the sampled and random flags, -03; a tracestate with a `lens` entry and a foreign vendor's; a \
 baggage entry `lens.probe`), receives the spans the services export over OTLP on the usual \
 ports (as `lens watch` does: point the services at it), waits until they stop arriving (at \
@@ -50,46 +55,56 @@ unreported proxy in between), and whether the flags, the tracestate and the bagg
 hop whose receiving side exported nothing is said to be unseen, never guessed. Baggage is seen \
 only where a service records the keys it received (`lens.baggage.keys`; docs/probe.md).",
     mut_arg("json", |a| a.help("Print the route as one JSON object")),
-    after_help = "Example: lens probe -X POST -H 'content-type: application/json' -d '{\"prompt\": \"hi\"}' \
-http://127.0.0.1:8080/v1/train
+    after_help = "Examples:
+  lens probe -X POST -H 'content-type: application/json' -d '{\"prompt\": \"hi\"}' http://127.0.0.1:8080/v1/train
+  lens probe grpc://127.0.0.1:50051
+  lens probe -d 'job 1' nats://127.0.0.1:4222/jobs.rollout
 
 Exit status: 0 the context survived every hop seen, 1 something was lost or dropped (less \
 --allow RULE), 2 usage error, a request that could not be sent, a receiver port in use, or no \
 span of the request arrived within --wait."
 )]
 pub(crate) struct Args {
-    /// The URL to send the request to (http://; lens has no TLS)
-    #[arg(value_name = "URL", value_parser = target_url)]
-    url: String,
+    /// Where to send the request: http://HOST[:PORT]/PATH, grpc://HOST:PORT (the standard
+    /// health check; grpc://HOST:PORT/pkg.Service/Method with a raw protobuf body from -d @FILE)
+    /// or nats://HOST:PORT/SUBJECT (a message published with -d as its payload). No TLS
+    #[arg(value_name = "TARGET", value_parser = Target::parse)]
+    target: Target,
 
-    /// The request method
+    /// The HTTP request method
     #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = method)]
     method: Option<reqwest::Method>,
 
-    /// A request header, `Name: value` (repeatable)
+    /// A request header (gRPC metadata, NATS message header), `Name: value` (repeatable)
     #[arg(short = 'H', long = "header", value_name = "HEADER", value_parser = header)]
     headers: Vec<(String, String)>,
 
-    /// The request body; `@FILE` reads it from FILE. Makes the method POST unless -X is given
+    /// The request body (gRPC: the raw protobuf message; NATS: the payload); `@FILE` reads it
+    /// from FILE. Makes the HTTP method POST unless -X is given
     #[arg(short = 'd', long = "data", value_name = "DATA")]
     data: Option<String>,
 
     /// Seconds without a new span, after the response, before the route is read
-    #[arg(long, value_name = "S", default_value = "2", value_parser = seconds)]
+    #[arg(long, value_name = "S", default_value = "2", value_parser = crate::flags::seconds_up_to_ten_minutes)]
     quiet_for: Duration,
 
     /// The most seconds to wait for spans after the response
-    #[arg(long, value_name = "S", default_value = "10", value_parser = seconds)]
+    #[arg(long, value_name = "S", default_value = "10", value_parser = crate::flags::seconds_up_to_ten_minutes)]
     wait: Duration,
 
     /// Seconds the request may take
-    #[arg(long, value_name = "S", default_value = "30", value_parser = seconds)]
+    #[arg(long, value_name = "S", default_value = "30", value_parser = crate::flags::seconds_up_to_ten_minutes)]
     timeout: Duration,
 
     /// Leave out what breaks RULE (repeatable): lost-context, missing-parent, flag-dropped,
     /// tracestate-dropped, baggage-dropped
     #[arg(long, value_name = "RULE", value_parser = rule)]
     allow: Vec<String>,
+
+    /// Read the spans from the `lens watch` at URL (its HTTP address, e.g.
+    /// http://127.0.0.1:4318) instead of receiving them: the services keep exporting to it
+    #[arg(long, value_name = "URL", value_parser = watch_url, conflicts_with_all = ["grpc", "http"])]
+    watch: Option<String>,
 
     /// The OTLP/gRPC address to receive spans on (port 0 picks a free port)
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:4317")]
@@ -103,21 +118,13 @@ pub(crate) struct Args {
     json: JsonFlag,
 }
 
-/// `URL`: http or https with a host.
-fn target_url(value: &str) -> Result<String, String> {
-    let uri: http::Uri = value
-        .parse()
-        .map_err(|e| format!("not a URL ({e}); expected e.g. http://127.0.0.1:8080/v1/train"))?;
-    match (uri.scheme_str(), uri.host()) {
-        (Some("http"), Some(host)) if !host.is_empty() => Ok(value.to_owned()),
-        (Some("https"), _) => Err(
-            "https is not supported: lens is built without TLS; probe the service over plain \
-HTTP (inside the cluster, or through a port-forward)"
-                .to_owned(),
-        ),
-        _ => Err(
-            "expected an http:// URL with a host, e.g. http://127.0.0.1:8080/v1/train".to_owned(),
-        ),
+/// `--watch`: an `http://` URL with a host, without a path.
+fn watch_url(value: &str) -> Result<String, String> {
+    match Target::parse(value) {
+        Ok(Target::Http(url)) => Ok(url.trim_end_matches('/').to_owned()),
+        _ => {
+            Err("expected the HTTP address of a lens watch, e.g. http://127.0.0.1:4318".to_owned())
+        }
     }
 }
 
@@ -138,16 +145,6 @@ fn header(value: &str) -> Result<(String, String), String> {
     let text = text.trim();
     http::HeaderValue::from_str(text).map_err(|_| format!("'{text}' is not a header value"))?;
     Ok((name.to_owned(), text.to_owned()))
-}
-
-/// Seconds in (0, 600].
-fn seconds(value: &str) -> Result<Duration, String> {
-    value
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 600.0)
-        .map(Duration::from_secs_f64)
-        .ok_or_else(|| "expected seconds in (0, 600]".to_owned())
 }
 
 /// `--allow`: a rule the probe reports.
@@ -175,45 +172,29 @@ fn body(data: Option<&str>) -> Result<Option<Vec<u8>>, String> {
     }
 }
 
-fn unix_nanos(at: SystemTime) -> u64 {
-    at.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-}
-
 /// Runs `lens probe`.
 pub(crate) fn main(args: Args) -> ExitCode {
     let body = match body(args.data.as_deref()) {
         Ok(body) => body,
         Err(message) => return usage_error("probe", message),
     };
-    let bind = |addr: SocketAddr, flag: &str| {
-        std::net::TcpListener::bind(addr)
-            .and_then(|l| l.set_nonblocking(true).map(|()| l))
-            .map_err(|e| {
-                let message = if e.kind() == std::io::ErrorKind::AddrInUse {
-                    format!(
-                        "port {} is already in use ({flag} {addr}): a `lens watch` or a Collector \
-may be running; stop it, or pass {flag} with another address and point the services there",
-                        addr.port()
-                    )
-                } else {
-                    format!("cannot listen on {addr} ({flag}): {e}")
-                };
-                usage_error("probe", message)
-            })
-    };
-    let grpc = match bind(args.grpc, "--grpc") {
-        Ok(l) => l,
-        Err(code) => return code,
-    };
-    let http = match bind(args.http, "--http") {
-        Ok(l) => l,
-        Err(code) => return code,
+    let receivers = if args.watch.is_some() {
+        None
+    } else {
+        let grpc = match crate::flags::bind_receiver("probe", args.grpc, "--grpc") {
+            Ok(l) => l,
+            Err(code) => return code,
+        };
+        let http = match crate::flags::bind_receiver("probe", args.http, "--http") {
+            Ok(l) => l,
+            Err(code) => return code,
+        };
+        Some((grpc, http))
     };
     let Some(runtime) = runtime() else {
         return ExitCode::FAILURE;
     };
-    let code = runtime.block_on(run(args, body, grpc, http));
+    let code = runtime.block_on(run(args, body, receivers));
     runtime.shutdown_timeout(Duration::from_millis(100));
     code
 }
@@ -231,30 +212,24 @@ fn fresh() -> Sent {
     )
 }
 
-async fn run(
-    args: Args,
-    body: Option<Vec<u8>>,
+/// Where the spans come from: a receiver of the probe's own, or a running `lens watch`.
+enum Source {
+    /// The probe's receivers feed this channel.
+    Own(mpsc::Receiver<Batch>),
+    /// A `lens watch` at this base URL.
+    Watch(watch::Watch),
+}
+
+/// Starts the probe's own receivers on `grpc` and `http`; what they receive, and where.
+fn own_receivers(
     grpc: std::net::TcpListener,
     http: std::net::TcpListener,
-) -> ExitCode {
-    let (grpc, http) = match (
-        tokio::net::TcpListener::from_std(grpc),
-        tokio::net::TcpListener::from_std(http),
-    ) {
-        (Ok(g), Ok(h)) => (g, h),
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(USAGE_ERROR);
-        }
-    };
-    let endpoint = http.local_addr().map_or_else(
-        |_| "the --http address".to_owned(),
-        |a| format!("http://{a}"),
-    );
-    let grpc_addr = grpc
-        .local_addr()
-        .map_or_else(|_| args.grpc.to_string(), |a| a.to_string());
-    let (sender, mut batches) = mpsc::channel::<Batch>(256);
+) -> std::io::Result<(mpsc::Receiver<Batch>, String)> {
+    let grpc = tokio::net::TcpListener::from_std(grpc)?;
+    let http = tokio::net::TcpListener::from_std(http)?;
+    let endpoint = format!("http://{}", http.local_addr()?);
+    let grpc_addr = grpc.local_addr()?;
+    let (sender, batches) = mpsc::channel::<Batch>(256);
     let grpc_sender = sender.clone();
     tokio::spawn(async move {
         let _ = receive::grpc::serve(grpc, grpc_sender, std::future::pending()).await;
@@ -263,87 +238,97 @@ async fn run(
     tokio::spawn(async move {
         let _ = receive::http::serve(http, router, std::future::pending()).await;
     });
-
     eprintln!("lens probe: receiving OTLP on {endpoint} (and OTLP/gRPC on {grpc_addr})");
+    Ok((batches, endpoint))
+}
+
+async fn run(
+    args: Args,
+    body: Option<Vec<u8>>,
+    receivers: Option<(std::net::TcpListener, std::net::TcpListener)>,
+) -> ExitCode {
+    let (source, endpoint) = match (receivers, &args.watch) {
+        (Some((grpc, http)), _) => match own_receivers(grpc, http) {
+            Ok((batches, endpoint)) => (Source::Own(batches), format!("OTLP/HTTP on {endpoint}")),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(USAGE_ERROR);
+            }
+        },
+        (None, Some(url)) => match watch::Watch::connect(url, args.timeout).await {
+            Ok(watch) => (
+                Source::Watch(watch),
+                format!("from the lens watch at {url}"),
+            ),
+            Err(why) => {
+                eprintln!("error: {why}");
+                return ExitCode::from(USAGE_ERROR);
+            }
+        },
+        (None, None) => return ExitCode::from(USAGE_ERROR),
+    };
     let sent = fresh();
-    let method = match (&args.method, &body) {
-        (Some(method), _) => method.clone(),
-        (None, Some(_)) => reqwest::Method::POST,
-        (None, None) => reqwest::Method::GET,
+    let request = Request {
+        target: &args.target,
+        method: args.method.as_ref(),
+        headers: &args.headers,
+        body,
+        timeout: args.timeout,
     };
-    let client = match reqwest::Client::builder().timeout(args.timeout).build() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
+    let what = request.describe();
+    let outcome = match request
+        .send(&sent, &format!("{BAGGAGE_KEY}={}", sent.trace_id))
+        .await
+    {
+        Ok(outcome) => outcome,
+        Err(why) => {
+            eprintln!("error: {what}: {why}");
             return ExitCode::from(USAGE_ERROR);
         }
     };
-    let mut request = client
-        .request(method.clone(), &args.url)
-        .header("traceparent", sent.traceparent())
-        .header("tracestate", &sent.trace_state)
-        .header("baggage", format!("{BAGGAGE_KEY}={}", sent.trace_id));
-    for (name, value) in &args.headers {
-        request = request.header(name, value);
-    }
-    if let Some(body) = body {
-        request = request.body(body);
-    }
-    let start = SystemTime::now();
-    let response = request.send().await;
-    let end = SystemTime::now();
     let answered = Instant::now();
-    let status = match response {
-        Ok(response) => response.status(),
-        Err(e) => {
-            let why = if e.is_timeout() {
-                format!(
-                    "no answer within {} s (--timeout)",
-                    args.timeout.as_secs_f64()
-                )
-            } else if e.is_connect() {
-                "cannot connect".to_owned()
-            } else {
-                "the request failed".to_owned()
-            };
-            eprintln!("error: {method} {}: {why}: {e}", args.url);
-            return ExitCode::from(USAGE_ERROR);
-        }
-    };
     eprintln!(
-        "lens probe: {method} {} answered {status} in {:.1} ms; waiting for spans (OTLP/HTTP on \
-{endpoint}, at most {} s)",
-        args.url,
-        end.duration_since(start).unwrap_or_default().as_secs_f64() * 1e3,
+        "lens probe: {what} answered {} in {:.1} ms; waiting for spans ({endpoint}, at most {} s)",
+        outcome.answer,
+        outcome.took.as_secs_f64() * 1e3,
         args.wait.as_secs_f64()
     );
 
     let mut config = SessionConfig::default();
     config.hop_names = HOP_NAMES;
     let mut session = Session::new(config);
-    let mut own = sent.client_span(
-        &args.url,
-        method.as_str(),
-        unix_nanos(start),
-        unix_nanos(end),
-    );
-    own.attributes.push(KeyValue::new(
-        "http.response.status_code",
-        Value::Int(i64::from(status.as_u16())),
-    ));
-    session.ingest(Batch::new(vec![own]), answered);
-
-    // Spans until none has arrived for --quiet-for (counted from the response), at most --wait.
     let deadline = answered + args.wait;
-    let mut last = answered;
-    loop {
-        let quiet_until = (last + args.quiet_for).min(deadline);
-        match tokio::time::timeout_at(quiet_until.into(), batches.recv()).await {
-            Ok(Some(batch)) => {
-                last = Instant::now();
-                session.ingest(batch, last);
+    match source {
+        Source::Own(mut batches) => {
+            session.ingest(Batch::new(vec![outcome.span]), answered);
+            // Spans until none has arrived for --quiet-for (from the response), at most --wait.
+            let mut last = answered;
+            loop {
+                let quiet_until = (last + args.quiet_for).min(deadline);
+                match tokio::time::timeout_at(quiet_until.into(), batches.recv()).await {
+                    Ok(Some(batch)) => {
+                        last = Instant::now();
+                        session.ingest(batch, last);
+                    }
+                    Ok(None) | Err(_) => break,
+                }
             }
-            Ok(None) | Err(_) => break,
+        }
+        Source::Watch(watch) => {
+            match watch
+                .collect(sent.trace_id, outcome.span, args.quiet_for, deadline)
+                .await
+            {
+                Ok(batches) => {
+                    for batch in batches {
+                        session.ingest(batch, Instant::now());
+                    }
+                }
+                Err(why) => {
+                    eprintln!("error: {why}");
+                    return ExitCode::from(USAGE_ERROR);
+                }
+            }
         }
     }
     session.flush();
@@ -362,7 +347,7 @@ async fn run(
     if route.saw_nothing() {
         eprintln!(
             "lens probe: no service exported a span of trace {} within {} s: point the services' \
-OTLP exporters at this probe (OTEL_EXPORTER_OTLP_ENDPOINT={endpoint}), or wait longer (--wait)",
+OTLP exporters at it ({endpoint}), or wait longer (--wait)",
             sent.trace_id,
             args.wait.as_secs_f64(),
         );
