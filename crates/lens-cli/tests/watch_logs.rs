@@ -9,8 +9,10 @@
 //! the logs sent first so that they are held before the trace completes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod browser_support;
 mod watch_support;
 
+use browser_support::{browse, chromium, console_messages, screenshot, tempdir};
 use opentelemetry::logs::{AnyValue, LogRecord as _, Logger as _, LoggerProvider as _, Severity};
 use opentelemetry::trace::{
     Span as _, SpanKind, TraceContextExt as _, Tracer as _, TracerProvider as _,
@@ -318,4 +320,37 @@ async fn save_keeps_the_logs_and_load_shows_them_under_their_spans_again() {
     let (_, list) = http(&again.http, "GET", "/api/logs", None);
     assert_eq!(serde_json::from_str::<Value>(&list).unwrap()["matching"], 1);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn the_page_in_chromium_shows_the_logs_under_their_spans_and_the_rest_apart() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let watch = Watch::start(&["--json"]);
+    let sent = send(&watch, Protocol::Grpc).await;
+    let _ = watch.next_stdout();
+    let work = tempdir(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "lens-watch-logs",
+    );
+    let url = format!("http://{}/#trace={}", watch.http, sent.trace_id);
+    let virtual_time = "--virtual-time-budget=4000";
+    let shown = browse(&chromium, &work, &url, &["--dump-dom", virtual_time]);
+    let dom = &shown.stdout;
+    let row = dom
+        .find(&format!("data-span-id=\"{}\"", sent.child))
+        .unwrap_or_else(|| panic!("the waterfall is shown: {dom}"));
+    let logs = dom[row..]
+        .find(&format!("data-logs-for=\"{}\"", sent.child))
+        .unwrap_or_else(|| panic!("the logs row is shown: {dom}"));
+    assert!(dom[row + logs..].contains("the plan is slow"));
+    assert!(
+        dom.contains("Logs of no span (<span id=\"unmatched-count\">1</span>)"),
+        "{dom}"
+    );
+    assert!(dom.contains("no span here"));
+    assert_eq!(console_messages(&shown.stderr), Vec::<&str>::new());
+    // For a person to look at.
+    screenshot(&chromium, &work, &url, virtual_time, "watch-logs.png");
 }
