@@ -1,6 +1,7 @@
 //! The one reader of span files, for `lens check FILE...` and `lens watch --load FILE...`:
 //! OTLP/JSON `ExportTraceServiceRequest`s into a lens-watch [`Session`], streamed a record at a
-//! time (never the whole file in memory).
+//! time (never the whole file in memory); a record that is an `ExportLogsServiceRequest`
+//! (`{"resourceLogs": ...}`, as `lens watch --save` writes log records) gives its log records.
 //!
 //! What it reads, told apart by the file's first bytes (not its name):
 //!
@@ -22,7 +23,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read as _};
 use std::time::Instant;
 
-use lens_watch::decode::decode_json;
+use lens_watch::decode::{Batch, DecodeError, decode_json, decode_logs_json};
 use lens_watch::session::Session;
 
 /// The longest record read (a line, or a request decompressed): as much as one OTLP/HTTP
@@ -203,6 +204,20 @@ impl Records {
     }
 }
 
+/// A record: a trace request, or (with no span, and a `resourceLogs` key) a logs request. Only
+/// a record with no span is looked at again, so reading spans costs what it did.
+fn decode(record: &[u8]) -> Result<Batch, DecodeError> {
+    let batch = decode_json(record)?;
+    if batch.spans.is_empty() && batch.rejected == 0 && contains(record, b"\"resourceLogs\"") {
+        return decode_logs_json(record);
+    }
+    Ok(batch)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
 impl Source {
     /// Gives every span of the file to `session` (arrived at `now`), up to the first bad
     /// record.
@@ -215,12 +230,17 @@ impl Source {
             let why = match self.records.next(&mut buf) {
                 Ok(Record::End) => break None,
                 Ok(Record::Blank) => continue,
-                Ok(Record::Request { cut }) => match decode_json(&buf) {
+                Ok(Record::Request { cut }) => match decode(&buf) {
                     Err(e) if cut => format!("the file ends mid-line: {e}"),
                     Err(e) => e.to_string(),
-                    Ok(batch) if batch.rejected > 0 => format!(
-                        "{} spans rejected: {}",
-                        batch.rejected,
+                    Ok(batch) if batch.rejected + batch.rejected_logs > 0 => format!(
+                        "{} {} rejected: {}",
+                        batch.rejected + batch.rejected_logs,
+                        if batch.rejected > 0 {
+                            "spans"
+                        } else {
+                            "log records"
+                        },
                         batch.error.unwrap_or_default()
                     ),
                     Ok(batch) => {

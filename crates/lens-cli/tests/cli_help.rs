@@ -23,7 +23,17 @@ fn help_of_every_command_names_its_flags() {
     for (command, flags) in [
         ("inspect", &["--as", "--json", "--plus-as-space"][..]),
         ("w3c-service", &["--listen"][..]),
-        ("watch", &["--save", "--load", "--grpc", "--http"][..]),
+        (
+            "watch",
+            &[
+                "--save",
+                "--load",
+                "--grpc",
+                "--http",
+                "--logs",
+                "--max-logs <N>",
+            ][..],
+        ),
         (
             "check",
             &["--trace <ID>", "--service <NAME>", "--errors", "--allow"][..],
@@ -83,6 +93,7 @@ fn help_check_says_what_each_filter_does_and_help_watch_what_load_reads() {
         "--save FILE --load FILE keeps a session across restarts",
         "no span is shown or written twice",
         "gzip or zstd",
+        "HTTP POST /v1/logs",
     ] {
         assert!(run.stdout.contains(said), "{said}: {}", run.stdout);
     }

@@ -1,10 +1,13 @@
-//! OTLP in: an `ExportTraceServiceRequest` as protobuf or as OTLP/JSON, to owned [`Span`]s.
+//! OTLP in: an `ExportTraceServiceRequest` as protobuf or as OTLP/JSON, to owned [`Span`]s;
+//! an `ExportLogsServiceRequest` likewise to owned [`LogRecord`]s ([`decode_logs_protobuf`],
+//! [`decode_logs_json`]).
 //!
 //! Bytes that are not a request at all are a [`DecodeError`] (HTTP 400, gRPC
 //! `INVALID_ARGUMENT`). A span that decodes but cannot be kept (a trace or span id of the wrong
 //! length or all zero, a malformed parent or link id) is counted in [`Batch::rejected`] with the
 //! first reason in [`Batch::error`]; the rest of the request is kept, as OTLP's
-//! `partial_success` describes.
+//! `partial_success` describes. A log record is rejected likewise for a trace or span id of
+//! the wrong length (an absent or all-zero one is no id: the record is kept, with no span).
 //!
 //! OTLP/JSON is read as the specification writes it, and as real exporters send it: ids in hex
 //! (either case), enums as integers (or their names), lowerCamelCase keys (the proto field names
@@ -13,18 +16,21 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1 as otlp_common;
+use opentelemetry_proto::tonic::logs::v1 as otlp_logs;
 use opentelemetry_proto::tonic::trace::v1 as otlp_trace;
 use prost::Message as _;
 
 mod json;
 
 use crate::model::{
-    Event, KeyValue, Link, Resource, Scope, Span, SpanId, SpanKind, Status, TraceId, Value,
+    Event, KeyValue, Link, LogRecord, Resource, Scope, Span, SpanId, SpanKind, Status, TraceId,
+    Value,
 };
 
-/// Bytes that are not an OTLP trace export request.
+/// Bytes that are not an OTLP trace (or logs) export request.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecodeError {
@@ -42,9 +48,21 @@ pub enum DecodeError {
         /// What is wrong there.
         source: serde_json::Error,
     },
+    /// Not a protobuf `ExportLogsServiceRequest`.
+    #[error("not an OTLP/protobuf ExportLogsServiceRequest: {0}")]
+    LogsProtobuf(prost::DecodeError),
+    /// JSON, but not an OTLP/JSON `ExportLogsServiceRequest`.
+    #[error("not an OTLP/JSON ExportLogsServiceRequest: {at}: {source}")]
+    LogsShape {
+        /// Where, as a path (`resourceLogs[0].scopeLogs[1].logRecords[2].timeUnixNano`).
+        at: String,
+        /// What is wrong there.
+        source: serde_json::Error,
+    },
 }
 
-/// The spans of one request: those kept, and how many were rejected and why.
+/// The spans (or the log records) of one request: those kept, and how many were rejected and
+/// why.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Batch {
@@ -52,8 +70,13 @@ pub struct Batch {
     pub spans: Vec<Span>,
     /// Spans that could not be kept.
     pub rejected: u64,
-    /// Why the first rejected span was rejected.
+    /// Why the first rejected span (or log record) was rejected.
     pub error: Option<String>,
+    /// The log records kept, in the order of the request (a logs request: [`decode_logs_json`],
+    /// [`decode_logs_protobuf`]).
+    pub logs: Vec<LogRecord>,
+    /// Log records that could not be kept.
+    pub rejected_logs: u64,
 }
 
 impl Batch {
@@ -62,13 +85,29 @@ impl Batch {
     pub fn new(spans: Vec<Span>) -> Self {
         Batch {
             spans,
-            rejected: 0,
-            error: None,
+            ..Batch::default()
+        }
+    }
+
+    /// A batch of log records, none rejected.
+    pub fn of_logs(logs: Vec<LogRecord>) -> Self {
+        Batch {
+            logs,
+            ..Batch::default()
         }
     }
 
     fn reject(&mut self, why: impl FnOnce() -> String) {
         self.rejected += 1;
+        self.first_error(why);
+    }
+
+    fn reject_log(&mut self, why: impl FnOnce() -> String) {
+        self.rejected_logs += 1;
+        self.first_error(why);
+    }
+
+    fn first_error(&mut self, why: impl FnOnce() -> String) {
         if self.error.is_none() {
             self.error = Some(why());
         }
@@ -83,19 +122,49 @@ pub fn decode_protobuf(bytes: &[u8]) -> Result<Batch, DecodeError> {
 /// Decodes an OTLP/JSON `ExportTraceServiceRequest` (one object; see the module docs for what
 /// is accepted).
 pub fn decode_json(bytes: &[u8]) -> Result<Batch, DecodeError> {
-    match json::request(bytes) {
-        Ok(request) => Ok(from_request(request)),
-        Err((at, source)) => Err(match source.classify() {
-            serde_json::error::Category::Data => DecodeError::Shape {
-                at: if at == "." {
-                    "the top level".to_owned()
-                } else {
-                    at
-                },
+    json::request(bytes)
+        .map(from_request)
+        .map_err(|(at, source)| {
+            json_error(at, source, |at, source| DecodeError::Shape { at, source })
+        })
+}
+
+/// Decodes an OTLP/protobuf `ExportLogsServiceRequest` (into [`Batch::logs`]).
+pub fn decode_logs_protobuf(bytes: &[u8]) -> Result<Batch, DecodeError> {
+    ExportLogsServiceRequest::decode(bytes)
+        .map(from_logs_request)
+        .map_err(DecodeError::LogsProtobuf)
+}
+
+/// Decodes an OTLP/JSON `ExportLogsServiceRequest` (into [`Batch::logs`]; read as
+/// [`decode_json`] reads spans).
+pub fn decode_logs_json(bytes: &[u8]) -> Result<Batch, DecodeError> {
+    json::logs_request(bytes)
+        .map(from_logs_request)
+        .map_err(|(at, source)| {
+            json_error(at, source, |at, source| DecodeError::LogsShape {
+                at,
                 source,
+            })
+        })
+}
+
+/// The error of JSON that does not parse at `at`: `shape` when it is JSON of the wrong shape.
+fn json_error(
+    at: String,
+    source: serde_json::Error,
+    shape: impl FnOnce(String, serde_json::Error) -> DecodeError,
+) -> DecodeError {
+    match source.classify() {
+        serde_json::error::Category::Data => shape(
+            if at == "." {
+                "the top level".to_owned()
+            } else {
+                at
             },
-            _ => DecodeError::Json(source),
-        }),
+            source,
+        ),
+        _ => DecodeError::Json(source),
     }
 }
 
@@ -145,15 +214,7 @@ pub fn from_request(request: ExportTraceServiceRequest) -> Batch {
     for resource_spans in request.resource_spans {
         let resource = Arc::new(resource(resource_spans.resource, keys));
         for scope_spans in resource_spans.scope_spans {
-            let scope = Arc::new(
-                scope_spans
-                    .scope
-                    .map(|s| Scope {
-                        name: s.name,
-                        version: s.version,
-                    })
-                    .unwrap_or_default(),
-            );
+            let scope = scope(scope_spans.scope);
             batch.spans.reserve(scope_spans.spans.len());
             for span in scope_spans.spans {
                 match convert_span(span, &resource, &scope, keys) {
@@ -164,6 +225,69 @@ pub fn from_request(request: ExportTraceServiceRequest) -> Batch {
         }
     }
     batch
+}
+
+/// The log records of an OTLP logs request already decoded into its protobuf messages.
+pub fn from_logs_request(request: ExportLogsServiceRequest) -> Batch {
+    let mut batch = Batch::default();
+    let keys = &mut Keys::default();
+    for resource_logs in request.resource_logs {
+        let resource = Arc::new(resource(resource_logs.resource, keys));
+        for scope_logs in resource_logs.scope_logs {
+            let scope = scope(scope_logs.scope);
+            batch.logs.reserve(scope_logs.log_records.len());
+            for record in scope_logs.log_records {
+                match convert_log(record, &resource, &scope, keys) {
+                    Ok(log) => batch.logs.push(log),
+                    Err(why) => batch.reject_log(|| why),
+                }
+            }
+        }
+    }
+    batch
+}
+
+/// An optional id: none when absent or all zero, an error when of the wrong length.
+fn optional_id<T>(bytes: &[u8], len: usize, from: fn(&[u8]) -> Option<T>) -> Result<Option<T>, ()> {
+    if bytes.iter().all(|b| *b == 0) && (bytes.is_empty() || bytes.len() == len) {
+        return Ok(None);
+    }
+    from(bytes).map(Some).ok_or(())
+}
+
+fn convert_log(
+    record: otlp_logs::LogRecord,
+    resource: &Arc<Resource>,
+    scope: &Arc<Scope>,
+    keys: &mut Keys,
+) -> Result<LogRecord, String> {
+    let trace_id = optional_id(&record.trace_id, 16, TraceId::from_slice)
+        .map_err(|()| "log record: invalid trace id (must be empty or 16 bytes)".to_owned())?;
+    let span_id = optional_id(&record.span_id, 8, SpanId::from_slice)
+        .map_err(|()| "log record: invalid span id (must be empty or 8 bytes)".to_owned())?;
+    Ok(LogRecord {
+        time_unix_nano: record.time_unix_nano,
+        observed_time_unix_nano: record.observed_time_unix_nano,
+        severity_number: record.severity_number,
+        severity_text: record.severity_text,
+        body: any_value(record.body, keys),
+        attributes: attributes(record.attributes, keys),
+        trace_id,
+        span_id,
+        resource: Arc::clone(resource),
+        scope: Arc::clone(scope),
+    })
+}
+
+fn scope(scope: Option<otlp_common::InstrumentationScope>) -> Arc<Scope> {
+    Arc::new(
+        scope
+            .map(|s| Scope {
+                name: s.name,
+                version: s.version,
+            })
+            .unwrap_or_default(),
+    )
 }
 
 fn resource(
@@ -548,6 +672,92 @@ mod tests {
                 "{d:e}"
             );
         }
+    }
+
+    fn one_log(record: &str) -> String {
+        format!(
+            r#"{{"resourceLogs":[{{"resource":{{"attributes":[{{"key":"service.name","value":{{"stringValue":"svc"}}}}]}},"scopeLogs":[{{"scope":{{"name":"s"}},"logRecords":[{record}]}}]}}]}}"#
+        )
+    }
+
+    #[test]
+    fn log_records_decode_from_json_and_protobuf_alike() {
+        let record = r#"{"timeUnixNano":"5","observedTimeUnixNano":6,"severityNumber":"SEVERITY_NUMBER_WARN",
+            "severityText":"WARNING","body":{"stringValue":"disk low"},
+            "attributes":[{"key":"k","value":{"intValue":"1"}}],"flags":1,
+            "traceId":"4BF92F3577B34DA6A3CE929D0E0E4736","spanId":"00f067aa0ba902b7","unknown":1}"#;
+        let batch = decode_logs_json(one_log(record).as_bytes()).unwrap();
+        assert_eq!((batch.logs.len(), batch.rejected_logs), (1, 0));
+        let log = &batch.logs[0];
+        assert_eq!(log.body, Value::String("disk low".into()));
+        assert_eq!(
+            (log.severity(), log.severity_number, log.time()),
+            ("WARNING", 13, 5)
+        );
+        assert_eq!(log.service(), "svc");
+        assert_eq!(
+            log.span(),
+            Some((
+                TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
+                SpanId::from_hex("00f067aa0ba902b7").unwrap()
+            ))
+        );
+        let request = json::logs_request(one_log(record).as_bytes()).unwrap();
+        let back = decode_logs_protobuf(&prost::Message::encode_to_vec(&request)).unwrap();
+        assert_eq!(back, batch);
+        assert!(back.spans.is_empty() && back.rejected == 0);
+    }
+
+    #[test]
+    fn log_records_round_trip_through_otlp_json() {
+        let mut a = crate::testing::log(Some(3), "a");
+        a.severity_text = "WARNING".into();
+        let mut b = crate::testing::log(None, "b");
+        b.body = Value::KvList(vec![KeyValue::new("k", Value::Bytes(vec![1, 2]))]);
+        let logs = vec![a, b];
+        let line = crate::encode::logs_to_json_line(&logs);
+        assert!(line.starts_with(r#"{"resourceLogs":[{"#), "{line}");
+        let back = decode_logs_json(line.as_bytes()).unwrap();
+        assert_eq!((back.logs, back.rejected_logs), (logs, 0));
+        // A logs line is no trace request: read as one, it holds nothing.
+        assert_eq!(decode_json(line.as_bytes()).unwrap(), Batch::default());
+    }
+
+    #[test]
+    fn a_log_record_without_ids_is_kept_and_one_with_bad_ids_rejected() {
+        let none = r#"{"body":{"stringValue":"a"},"traceId":"","spanId":"0000000000000000"}"#;
+        let bad = r#"{"body":{"stringValue":"b"},"traceId":"4bf92f","spanId":"00f067aa0ba902b7"}"#;
+        let batch = decode_logs_json(one_log(&format!("{none},{bad}")).as_bytes()).unwrap();
+        assert_eq!((batch.logs.len(), batch.rejected_logs), (1, 1));
+        assert_eq!(batch.logs[0].span(), None);
+        assert!(batch.error.unwrap().contains("invalid trace id"));
+    }
+
+    #[test]
+    fn logs_that_do_not_decode_are_errors_that_say_logs() {
+        let err = decode_logs_protobuf(b"\xff\xff\xff\xff").unwrap_err();
+        assert!(
+            err.to_string().contains("ExportLogsServiceRequest"),
+            "{err}"
+        );
+        let err = decode_logs_json(
+            br#"{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"timeUnixNano":"x"}]}]}]}"#,
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "not an OTLP/JSON ExportLogsServiceRequest: resourceLogs[0].scopeLogs[0].logRecords[0].timeUnixNano"
+            ),
+            "{err}"
+        );
+        assert!(matches!(
+            decode_logs_json(b"{\"resourceLogs\": ["),
+            Err(DecodeError::Json(_))
+        ));
+        assert!(matches!(
+            decode_logs_json(b"[]"),
+            Err(DecodeError::LogsShape { .. })
+        ));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Owned spans back to OTLP: an `ExportTraceServiceRequest` (protobuf messages), or OTLP/JSON as
 //! the specification writes it (the format of the Collector's file exporter, one request a
-//! line), which [`crate::decode`] reads back.
+//! line), which [`crate::decode`] reads back; log records as an OTLP/JSON
+//! `ExportLogsServiceRequest` likewise ([`logs_to_json_line`]).
 
 use std::sync::Arc;
 
@@ -11,22 +12,47 @@ use opentelemetry_proto::tonic::resource::v1 as otlp_resource;
 use opentelemetry_proto::tonic::trace::v1 as otlp_trace;
 use serde_json::{Value as Json, json};
 
-use crate::model::{KeyValue, Span, Value};
+use crate::model::{KeyValue, LogRecord, Resource, Scope, Span, Value};
 
-/// Runs of spans that share a resource, then a scope (as they arrive from one export).
-fn groups(spans: &[Span]) -> Vec<Vec<&[Span]>> {
-    let mut out: Vec<Vec<&[Span]>> = Vec::new();
+/// What came from a resource and a scope: a span or a log record.
+trait Sourced {
+    fn resource(&self) -> &Arc<Resource>;
+    fn scope(&self) -> &Arc<Scope>;
+}
+
+impl Sourced for Span {
+    fn resource(&self) -> &Arc<Resource> {
+        &self.resource
+    }
+    fn scope(&self) -> &Arc<Scope> {
+        &self.scope
+    }
+}
+
+impl Sourced for LogRecord {
+    fn resource(&self) -> &Arc<Resource> {
+        &self.resource
+    }
+    fn scope(&self) -> &Arc<Scope> {
+        &self.scope
+    }
+}
+
+/// Runs of spans (or log records) that share a resource, then a scope (as they arrive from one
+/// export).
+fn groups<T: Sourced>(spans: &[T]) -> Vec<Vec<&[T]>> {
+    let mut out: Vec<Vec<&[T]>> = Vec::new();
     let mut start = 0;
     for i in 1..=spans.len() {
         let split = i == spans.len()
-            || !Arc::ptr_eq(&spans[i].resource, &spans[start].resource)
-            || !Arc::ptr_eq(&spans[i].scope, &spans[start].scope);
+            || !Arc::ptr_eq(spans[i].resource(), spans[start].resource())
+            || !Arc::ptr_eq(spans[i].scope(), spans[start].scope());
         if split {
             let run = &spans[start..i];
             let same_resource = out
                 .last()
                 .and_then(|g| g.first())
-                .is_some_and(|prev| Arc::ptr_eq(&prev[0].resource, &run[0].resource));
+                .is_some_and(|prev| Arc::ptr_eq(prev[0].resource(), run[0].resource()));
             match out.last_mut() {
                 Some(group) if same_resource => group.push(run),
                 _ => out.push(vec![run]),
@@ -147,19 +173,57 @@ fn proto_value(value: &Value) -> otlp_common::AnyValue {
 /// `spans` as one OTLP/JSON `ExportTraceServiceRequest` object: hex ids, integer enums,
 /// lowerCamelCase keys, 64-bit integers as strings.
 pub fn to_json(spans: &[Span]) -> Json {
-    let resource_spans: Vec<Json> = groups(spans)
+    json_request(spans, ["resourceSpans", "scopeSpans", "spans"], json_span)
+}
+
+/// `items` as one OTLP/JSON request whose `keys` are those of its resources, scopes and items,
+/// each item written by `item`.
+fn json_request<T: Sourced>(items: &[T], keys: [&str; 3], item: fn(&T) -> Json) -> Json {
+    let [resources, scopes, records] = keys;
+    let groups: Vec<Json> = groups(items)
         .into_iter()
         .map(|runs| {
             json!({
-                "resource": { "attributes": json_attributes(&runs[0][0].resource.attributes) },
-                "scopeSpans": runs.into_iter().map(|run| json!({
-                    "scope": { "name": run[0].scope.name, "version": run[0].scope.version },
-                    "spans": run.iter().map(json_span).collect::<Vec<_>>(),
+                "resource": { "attributes": json_attributes(&runs[0][0].resource().attributes) },
+                scopes: runs.into_iter().map(|run| json!({
+                    "scope": { "name": run[0].scope().name, "version": run[0].scope().version },
+                    records: run.iter().map(item).collect::<Vec<_>>(),
                 })).collect::<Vec<_>>(),
             })
         })
         .collect();
-    json!({ "resourceSpans": resource_spans })
+    json!({ resources: groups })
+}
+
+/// `logs` as one OTLP/JSON `ExportLogsServiceRequest` object, written as [`to_json`] writes
+/// spans.
+pub fn logs_to_json(logs: &[LogRecord]) -> Json {
+    json_request(logs, ["resourceLogs", "scopeLogs", "logRecords"], json_log)
+}
+
+/// [`logs_to_json`] as one line of text, without its newline.
+pub fn logs_to_json_line(logs: &[LogRecord]) -> String {
+    logs_to_json(logs).to_string()
+}
+
+fn json_log(log: &LogRecord) -> Json {
+    let mut out = json!({
+        "timeUnixNano": log.time_unix_nano.to_string(),
+        "observedTimeUnixNano": log.observed_time_unix_nano.to_string(),
+        "severityNumber": log.severity_number,
+        "severityText": log.severity_text,
+        "body": json_value(&log.body),
+        "attributes": json_attributes(&log.attributes),
+    });
+    if let Some(obj) = out.as_object_mut() {
+        if let Some(trace) = log.trace_id {
+            obj.insert("traceId".into(), Json::from(trace.to_string()));
+        }
+        if let Some(span) = log.span_id {
+            obj.insert("spanId".into(), Json::from(span.to_string()));
+        }
+    }
+    out
 }
 
 /// [`to_json`] as one line of text, without its newline.

@@ -399,6 +399,70 @@ impl Span {
     }
 }
 
+/// One OTLP log record, owned; [`LogRecord::trace_id`] and [`LogRecord::span_id`] tie it to
+/// the span it was emitted in, when it was.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogRecord {
+    /// When the event happened, in nanoseconds since the Unix epoch (0 when not given).
+    pub time_unix_nano: u64,
+    /// When the SDK observed it, in nanoseconds since the Unix epoch (0 when not given).
+    pub observed_time_unix_nano: u64,
+    /// The OTLP severity number (1-24: TRACE to FATAL4; 0 unspecified).
+    pub severity_number: i32,
+    /// The severity as the source wrote it (`WARNING`, `warn`; empty when not given).
+    pub severity_text: String,
+    /// The body: the message (usually a string).
+    pub body: Value,
+    /// Its attributes.
+    pub attributes: Vec<KeyValue>,
+    /// The trace it was emitted in, `None` when none (absent or all zero).
+    pub trace_id: Option<TraceId>,
+    /// The span it was emitted in, `None` when none (absent or all zero).
+    pub span_id: Option<SpanId>,
+    /// The resource (service) that produced it.
+    pub resource: Arc<Resource>,
+    /// The instrumentation scope (logger) that produced it.
+    pub scope: Arc<Scope>,
+}
+
+impl LogRecord {
+    /// The service that produced the record (`service.name` of its resource).
+    pub fn service(&self) -> &str {
+        &self.resource.service
+    }
+
+    /// When it happened: its time, or when observed if it has none.
+    pub fn time(&self) -> u64 {
+        if self.time_unix_nano == 0 {
+            self.observed_time_unix_nano
+        } else {
+            self.time_unix_nano
+        }
+    }
+
+    /// The severity to show: the text the source gave, else the name of the number's range
+    /// (`TRACE`, `DEBUG`, `INFO`, `WARN`, `ERROR`, `FATAL`), else empty.
+    pub fn severity(&self) -> &str {
+        if !self.severity_text.is_empty() {
+            return &self.severity_text;
+        }
+        match self.severity_number {
+            1..=4 => "TRACE",
+            5..=8 => "DEBUG",
+            9..=12 => "INFO",
+            13..=16 => "WARN",
+            17..=20 => "ERROR",
+            21..=24 => "FATAL",
+            _ => "",
+        }
+    }
+
+    /// The span it belongs to, when it has both ids.
+    pub fn span(&self) -> Option<(TraceId, SpanId)> {
+        Some((self.trace_id?, self.span_id?))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -438,5 +502,19 @@ mod tests {
         assert_eq!(span.parent_is_remote(), Some(false));
         span.flags = 0x301;
         assert_eq!(span.parent_is_remote(), Some(true));
+    }
+
+    #[test]
+    fn a_log_record_names_its_severity_and_time() {
+        let mut log = crate::testing::log(None, "hello");
+        assert_eq!((log.severity(), log.time()), ("INFO", 5));
+        log.severity_text = "warning".into();
+        log.time_unix_nano = 0;
+        log.observed_time_unix_nano = 7;
+        assert_eq!((log.severity(), log.time()), ("warning", 7));
+        log.severity_text.clear();
+        log.severity_number = 0;
+        assert_eq!(log.severity(), "");
+        assert_eq!(log.span(), None);
     }
 }

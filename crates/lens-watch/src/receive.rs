@@ -1,7 +1,9 @@
-//! The OTLP receivers (feature `server`): OTLP/gRPC `TraceService/Export` and OTLP/HTTP
-//! `POST /v1/traces`, as a Collector receives them. Each decodes a request into a [`Batch`]
-//! and sends it on a bounded channel (a full channel holds the sender back, so memory stays
-//! bounded); whoever holds the other end assembles.
+//! The OTLP receivers (feature `server`): OTLP/gRPC `TraceService/Export` and
+//! `LogsService/Export`, OTLP/HTTP `POST /v1/traces` and `POST /v1/logs`, as a Collector
+//! receives them. Each decodes a request into a [`Batch`] (of spans, or of log records in
+//! [`Batch::logs`]) and sends it on a bounded channel (a full channel holds the sender back, so
+//! memory stays bounded); whoever holds the other end assembles. Logs and traces go through
+//! the same code: the same limits, the same answers to bad input.
 //!
 //! Metrics are accepted and dropped (OTLP/gRPC `MetricsService/Export`, OTLP/HTTP
 //! `POST /v1/metrics`: an empty success): an SDK that exports its metrics to the same endpoint
@@ -11,8 +13,8 @@
 //! decompresses past it, is refused before it is read or decompressed whole (HTTP 413; gRPC
 //! `OUT_OF_RANGE` for a message over the limit as sent, `RESOURCE_EXHAUSTED` for one that
 //! decompresses past it, both from tonic's `max_decoding_message_size`); bytes that do not
-//! decode get HTTP 400 (gRPC `INVALID_ARGUMENT`) with a message; spans with invalid ids are
-//! counted in the reply's `partial_success` and the rest is kept.
+//! decode get HTTP 400 (gRPC `INVALID_ARGUMENT`) with a message; spans (log records) with
+//! invalid ids are counted in the reply's `partial_success` and the rest is kept.
 //!
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {
@@ -53,37 +55,103 @@ async fn off_the_workers<T: Send + 'static>(
     }
 }
 
-/// The message of a partial success: `None` when every span was kept.
-fn partial_success(
-    batch: &Batch,
-) -> Option<opentelemetry_proto::tonic::collector::trace::v1::ExportTracePartialSuccess> {
-    (batch.rejected > 0).then(|| {
-        opentelemetry_proto::tonic::collector::trace::v1::ExportTracePartialSuccess {
-            rejected_spans: i64::try_from(batch.rejected).unwrap_or(i64::MAX),
-            error_message: batch.error.clone().unwrap_or_default(),
+/// What a request exports: one receiver serves each, by the same code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Signal {
+    Traces,
+    Logs,
+}
+
+impl Signal {
+    /// Decodes a request body, protobuf or JSON.
+    fn decode(self, bytes: &[u8], json: bool) -> Result<Batch, crate::decode::DecodeError> {
+        use crate::decode::{decode_json, decode_logs_json, decode_logs_protobuf, decode_protobuf};
+        match (self, json) {
+            (Signal::Traces, false) => decode_protobuf(bytes),
+            (Signal::Traces, true) => decode_json(bytes),
+            (Signal::Logs, false) => decode_logs_protobuf(bytes),
+            (Signal::Logs, true) => decode_logs_json(bytes),
         }
-    })
+    }
+
+    /// What was rejected, and the JSON name of its count in a partial success.
+    fn rejected(self, batch: &Batch) -> (u64, &'static str) {
+        match self {
+            Signal::Traces => (batch.rejected, "rejectedSpans"),
+            Signal::Logs => (batch.rejected_logs, "rejectedLogRecords"),
+        }
+    }
+
+    /// The export response for `batch` as protobuf: a partial success when something was
+    /// rejected.
+    fn response(self, batch: &Batch) -> bytes::Bytes {
+        use opentelemetry_proto::tonic::collector::{logs::v1 as logs, trace::v1 as trace};
+        use prost::Message as _;
+        let (rejected, _) = self.rejected(batch);
+        let rejected = (rejected > 0).then(|| {
+            (
+                i64::try_from(rejected).unwrap_or(i64::MAX),
+                batch.error.clone().unwrap_or_default(),
+            )
+        });
+        match self {
+            Signal::Traces => trace::ExportTraceServiceResponse {
+                partial_success: rejected.map(|(rejected_spans, error_message)| {
+                    trace::ExportTracePartialSuccess {
+                        rejected_spans,
+                        error_message,
+                    }
+                }),
+            }
+            .encode_to_vec(),
+            Signal::Logs => logs::ExportLogsServiceResponse {
+                partial_success: rejected.map(|(rejected_log_records, error_message)| {
+                    logs::ExportLogsPartialSuccess {
+                        rejected_log_records,
+                        error_message,
+                    }
+                }),
+            }
+            .encode_to_vec(),
+        }
+        .into()
+    }
+
+    /// The export response for `batch` as OTLP/JSON.
+    fn json_response(self, batch: &Batch) -> Vec<u8> {
+        match self.rejected(batch) {
+            (0, _) => b"{}".to_vec(),
+            (rejected, name) => serde_json::json!({ "partialSuccess": {
+                name: rejected.to_string(),
+                "errorMessage": batch.error.clone().unwrap_or_default(),
+            } })
+            .to_string()
+            .into_bytes(),
+        }
+    }
 }
 
 pub mod grpc {
-    //! OTLP/gRPC: `opentelemetry.proto.collector.trace.v1.TraceService/Export`, gzip accepted.
+    //! OTLP/gRPC: `opentelemetry.proto.collector.trace.v1.TraceService/Export` and
+    //! `opentelemetry.proto.collector.logs.v1.LogsService/Export`, gzip accepted.
 
     use std::convert::Infallible;
     use std::future::Future;
     use std::pin::Pin;
     use std::task::{Context, Poll};
 
+    use bytes::BufMut as _;
     use bytes::{Buf as _, Bytes};
-    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse;
-    use prost::Message as _;
     use tonic::Status;
     use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EncodeBuf, Encoder};
 
-    use super::{MAX_BODY, Sender, off_the_workers, partial_success};
-    use crate::decode::decode_protobuf;
+    use super::{MAX_BODY, Sender, Signal, off_the_workers};
 
     /// The gRPC method path.
     pub const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+
+    /// The gRPC method path of logs, served by [`LogsService`].
+    pub const LOGS_EXPORT_PATH: &str = "/opentelemetry.proto.collector.logs.v1.LogsService/Export";
 
     /// The gRPC method path of metrics, accepted and dropped by [`IgnoredMetrics`].
     pub const METRICS_EXPORT_PATH: &str =
@@ -106,9 +174,27 @@ pub mod grpc {
         const NAME: &'static str = "opentelemetry.proto.collector.trace.v1.TraceService";
     }
 
+    /// The OTLP logs service, for a tonic server beside [`TraceService`] (see [`serve`]): the
+    /// log records in [`Batch::logs`](crate::decode::Batch::logs).
+    #[derive(Clone, Debug)]
+    pub struct LogsService {
+        sender: Sender,
+    }
+
+    impl LogsService {
+        /// A service delivering to `sender`.
+        pub fn new(sender: Sender) -> Self {
+            LogsService { sender }
+        }
+    }
+
+    impl tonic::server::NamedService for LogsService {
+        const NAME: &'static str = "opentelemetry.proto.collector.logs.v1.LogsService";
+    }
+
     /// Requests taken as their (decompressed) bytes, decoded by [`Export`] as the HTTP receiver
     /// decodes protobuf; undecodable bytes are `INVALID_ARGUMENT` there (prost's own codec says
-    /// `INTERNAL`, which tells an exporter to retry).
+    /// `INTERNAL`, which tells an exporter to retry). Responses are given encoded.
     #[derive(Clone, Copy, Debug, Default)]
     struct OtlpCodec;
 
@@ -119,7 +205,7 @@ pub mod grpc {
     struct ResponseEncoder;
 
     impl Codec for OtlpCodec {
-        type Encode = ExportTraceServiceResponse;
+        type Encode = Bytes;
         type Decode = Bytes;
         type Encoder = ResponseEncoder;
         type Decoder = BytesDecoder;
@@ -143,38 +229,33 @@ pub mod grpc {
     }
 
     impl Encoder for ResponseEncoder {
-        type Item = ExportTraceServiceResponse;
+        type Item = Bytes;
         type Error = Status;
 
-        fn encode(
-            &mut self,
-            item: ExportTraceServiceResponse,
-            dst: &mut EncodeBuf<'_>,
-        ) -> Result<(), Status> {
-            item.encode(dst)
-                .map_err(|e| Status::internal(format!("cannot encode the response: {e}")))
+        fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+            dst.put(item);
+            Ok(())
         }
     }
 
+    /// Decodes an export of `signal` and delivers it.
     #[derive(Clone, Debug)]
-    struct Export(Sender);
+    struct Export(Sender, Signal);
 
     impl tonic::server::UnaryService<Bytes> for Export {
-        type Response = ExportTraceServiceResponse;
+        type Response = Bytes;
         type Future =
             Pin<Box<dyn Future<Output = Result<tonic::Response<Self::Response>, Status>> + Send>>;
 
         fn call(&mut self, request: tonic::Request<Bytes>) -> Self::Future {
-            let sender = self.0.clone();
+            let (sender, signal) = (self.0.clone(), self.1);
             Box::pin(async move {
                 let bytes = request.into_inner();
-                let batch = off_the_workers(bytes.len(), move || decode_protobuf(&bytes))
+                let batch = off_the_workers(bytes.len(), move || signal.decode(&bytes, false))
                     .await
                     .map_err(|e| Status::internal(format!("the decoder failed: {e}")))?
                     .map_err(|e| Status::invalid_argument(e.to_string()))?;
-                let response = ExportTraceServiceResponse {
-                    partial_success: partial_success(&batch),
-                };
+                let response = signal.response(&batch);
                 sender
                     .send(batch)
                     .await
@@ -185,7 +266,8 @@ pub mod grpc {
     }
 
     /// Serves `unary` at `path` over OTLP's gRPC framing: gzip both ways, [`MAX_BODY`] as the
-    /// limit. What [`TraceService`] and [`IgnoredMetrics`] each are, with their own method.
+    /// limit. What [`TraceService`], [`LogsService`] and [`IgnoredMetrics`] each are, with
+    /// their own method.
     fn serve_unary<B, U>(
         request: http::Request<B>,
         path: &'static str,
@@ -194,9 +276,7 @@ pub mod grpc {
     where
         B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
-        U: tonic::server::UnaryService<Bytes, Response = ExportTraceServiceResponse>
-            + Send
-            + 'static,
+        U: tonic::server::UnaryService<Bytes, Response = Bytes> + Send + 'static,
         U::Future: Send,
     {
         if request.uri().path() != path {
@@ -244,7 +324,13 @@ pub mod grpc {
     }
 
     otlp_service!(TraceService, EXPORT_PATH, |this| Export(
-        this.sender.clone()
+        this.sender.clone(),
+        Signal::Traces
+    ));
+
+    otlp_service!(LogsService, LOGS_EXPORT_PATH, |this| Export(
+        this.sender.clone(),
+        Signal::Logs
     ));
 
     /// The OTLP metrics service, answering every export with an empty success and dropping
@@ -261,15 +347,12 @@ pub mod grpc {
     struct Drop;
 
     impl tonic::server::UnaryService<Bytes> for Drop {
-        // An empty `ExportMetricsServiceResponse`: an empty message is zero bytes whatever its
-        // type, so the trace response's encoder writes it.
-        type Response = ExportTraceServiceResponse;
+        // An empty `ExportMetricsServiceResponse`: an empty message is zero bytes.
+        type Response = Bytes;
         type Future = std::future::Ready<Result<tonic::Response<Self::Response>, Status>>;
 
         fn call(&mut self, _request: tonic::Request<Bytes>) -> Self::Future {
-            std::future::ready(Ok(tonic::Response::new(
-                ExportTraceServiceResponse::default(),
-            )))
+            std::future::ready(Ok(tonic::Response::new(Bytes::new())))
         }
     }
 
@@ -284,7 +367,8 @@ pub mod grpc {
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), tonic::transport::Error> {
         tonic::transport::Server::builder()
-            .add_service(TraceService::new(sender))
+            .add_service(TraceService::new(sender.clone()))
+            .add_service(LogsService::new(sender))
             .add_service(IgnoredMetrics)
             .serve_with_incoming_shutdown(
                 tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
@@ -295,9 +379,10 @@ pub mod grpc {
 }
 
 pub mod http {
-    //! OTLP/HTTP: `POST /v1/traces`, `application/x-protobuf` or `application/json`, optionally
-    //! `Content-Encoding: gzip`; the reply an `ExportTraceServiceResponse` in the request's
-    //! content type, errors a `google.rpc.Status` likewise.
+    //! OTLP/HTTP: `POST /v1/traces` and `POST /v1/logs`, `application/x-protobuf` or
+    //! `application/json`, optionally `Content-Encoding: gzip`; the reply an
+    //! `ExportTraceServiceResponse` (`ExportLogsServiceResponse`) in the request's content type,
+    //! errors a `google.rpc.Status` likewise.
 
     use std::future::Future;
     use std::io::Read as _;
@@ -309,16 +394,17 @@ pub mod http {
     use http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
     use http::{HeaderMap, StatusCode};
     use http_body_util::BodyExt as _;
-    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse;
     use prost::Message as _;
     use serde_json::json;
     use tonic::Code;
 
-    use super::{MAX_BODY, Sender, off_the_workers, partial_success};
-    use crate::decode::{decode_json, decode_protobuf};
+    use super::{MAX_BODY, Sender, Signal, off_the_workers};
 
     /// The OTLP/HTTP traces path.
     pub const TRACES_PATH: &str = "/v1/traces";
+
+    /// The OTLP/HTTP logs path.
+    pub const LOGS_PATH: &str = "/v1/logs";
 
     /// The OTLP/HTTP metrics path: metrics are accepted and dropped.
     pub const METRICS_PATH: &str = "/v1/metrics";
@@ -361,11 +447,18 @@ pub mod http {
         (status, [(CONTENT_TYPE, format.content_type())], body).into_response()
     }
 
-    /// The router for `POST /v1/traces` (and `POST /v1/metrics`, accepted and dropped), to
-    /// serve alone ([`serve`]) or merged with others.
+    /// The router for `POST /v1/traces`, `POST /v1/logs` (and `POST /v1/metrics`, accepted and
+    /// dropped), to serve alone ([`serve`]) or merged with others.
     pub fn router(sender: Sender) -> axum::Router {
         axum::Router::new()
-            .route(TRACES_PATH, post(export))
+            .route(
+                TRACES_PATH,
+                post(|state, headers, body| export(Signal::Traces, state, headers, body)),
+            )
+            .route(
+                LOGS_PATH,
+                post(|state, headers, body| export(Signal::Logs, state, headers, body)),
+            )
             .route(METRICS_PATH, post(ignore_metrics))
             // The limit is applied here, with the right answer (413 before reading whole).
             .layer(DefaultBodyLimit::disable())
@@ -445,7 +538,12 @@ pub mod http {
     }
 
     /// The body, gunzipped when `gzip` (at most [`MAX_BODY`] bytes out), decoded as `format`.
-    fn unpack(bytes: &[u8], gzip: bool, format: Format) -> Result<crate::decode::Batch, Unpack> {
+    fn unpack(
+        signal: Signal,
+        bytes: &[u8],
+        gzip: bool,
+        format: Format,
+    ) -> Result<crate::decode::Batch, Unpack> {
         let unzipped;
         let bytes = if gzip {
             let mut out = Vec::new();
@@ -461,11 +559,9 @@ pub mod http {
         } else {
             bytes
         };
-        match format {
-            Format::Protobuf => decode_protobuf(bytes),
-            Format::Json => decode_json(bytes),
-        }
-        .map_err(Unpack::Decode)
+        signal
+            .decode(bytes, format == Format::Json)
+            .map_err(Unpack::Decode)
     }
 
     /// `POST /v1/metrics`: the body read (up to [`MAX_BODY`]) and dropped; an empty
@@ -495,7 +591,12 @@ pub mod http {
             .into_response()
     }
 
-    async fn export(State(sender): State<Sender>, headers: HeaderMap, body: Body) -> Response {
+    async fn export(
+        signal: Signal,
+        State(sender): State<Sender>,
+        headers: HeaderMap,
+        body: Body,
+    ) -> Response {
         let Some(format) = media_type(&headers) else {
             return error(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -538,7 +639,9 @@ pub mod http {
                 );
             }
         };
-        let batch = match off_the_workers(bytes.len(), move || unpack(&bytes, gzip, format)).await {
+        let batch = match off_the_workers(bytes.len(), move || unpack(signal, &bytes, gzip, format))
+            .await
+        {
             Ok(Ok(batch)) => batch,
             Ok(Err(why)) => return why.answer(format),
             Err(e) => {
@@ -550,8 +653,9 @@ pub mod http {
                 );
             }
         };
-        let response = ExportTraceServiceResponse {
-            partial_success: partial_success(&batch),
+        let body = match format {
+            Format::Protobuf => signal.response(&batch).to_vec(),
+            Format::Json => signal.json_response(&batch),
         };
         if sender.send(batch).await.is_err() {
             return error(
@@ -561,18 +665,6 @@ pub mod http {
                 "the receiver is shutting down".to_owned(),
             );
         }
-        let body = match format {
-            Format::Protobuf => response.encode_to_vec(),
-            Format::Json => match &response.partial_success {
-                None => b"{}".to_vec(),
-                Some(p) => json!({ "partialSuccess": {
-                    "rejectedSpans": p.rejected_spans.to_string(),
-                    "errorMessage": p.error_message,
-                } })
-                .to_string()
-                .into_bytes(),
-            },
-        };
         (
             StatusCode::OK,
             [(CONTENT_TYPE, format.content_type())],

@@ -4,6 +4,11 @@
 //! everything a renderer needs resolved; the list a page shows ([`Session::list`]); and the
 //! statistics, whose `Display` is the status line.
 //!
+//! Log records ([`Batch::logs`]) are held beside the traces, the newest
+//! [`SessionConfig::max_logs`] (the oldest dropped first, and counted): a view made with
+//! [`Session::with_logs`] shows each span's records under it (matched by trace and span id),
+//! and [`Session::unmatched_logs`] lists those of no span held.
+//!
 //! ```
 //! use std::time::Instant;
 //! use lens_watch::{decode, render::Output, session::{Session, SessionConfig}};
@@ -27,6 +32,7 @@
 //! # Ok::<(), lens_watch::decode::DecodeError>(())
 //! ```
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::time::Instant;
@@ -34,7 +40,7 @@ use std::time::Instant;
 use crate::assemble::{Assembler, Config, Stats, TraceEntry};
 use crate::decode::Batch;
 use crate::diagnose::{Doctor, DoctorConfig, Finding, FindingCounts, Rule, Severity};
-use crate::model::{Span, SpanId, Status, TraceId};
+use crate::model::{LogRecord, Span, SpanId, Status, TraceId};
 use crate::render::map::{MapBounds, ServiceMap};
 use crate::render::{HopNames, TraceView, bounds};
 
@@ -54,6 +60,9 @@ pub struct SessionConfig {
     pub hop_names: HopNames<'static>,
     /// The most findings held for [`Session::findings`] (the newest; default 1,000).
     pub max_findings: usize,
+    /// The most log records held (the newest; the oldest are dropped first and counted;
+    /// default 100,000; 0 keeps none).
+    pub max_logs: usize,
 }
 
 impl Default for SessionConfig {
@@ -65,6 +74,7 @@ impl Default for SessionConfig {
             allow: Vec::new(),
             hop_names: HopNames::default(),
             max_findings: 1_000,
+            max_logs: 100_000,
         }
     }
 }
@@ -92,6 +102,8 @@ pub struct SessionStats {
     pub findings: FindingCounts,
     /// The findings left out by [`SessionConfig::allow`].
     pub allowed: u64,
+    /// The log records received, held and dropped.
+    pub logs: LogStats,
 }
 
 impl fmt::Display for SessionStats {
@@ -100,8 +112,112 @@ impl fmt::Display for SessionStats {
         if self.allowed > 0 {
             write!(f, " ({} allowed by --allow, left out)", self.allowed)?;
         }
+        if self.logs.received > 0 || self.logs.rejected > 0 {
+            write!(f, "; {}", self.logs)?;
+        }
         Ok(())
     }
+}
+
+/// What became of the log records a session received. `Display`: `3 logs received (1 held, 2
+/// dropped, the oldest first)`, with the rejected ones when there are any.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogStats {
+    /// Records received and kept by the decoder.
+    pub received: u64,
+    /// Records the decoder rejected (invalid ids).
+    pub rejected: u64,
+    /// Records held now.
+    pub held: u64,
+    /// Records dropped to stay within [`SessionConfig::max_logs`] (the oldest first).
+    pub dropped: u64,
+}
+
+impl fmt::Display for LogStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} logs received ({} held", self.received, self.held)?;
+        if self.dropped > 0 {
+            write!(f, ", {} dropped, the oldest first", self.dropped)?;
+        }
+        f.write_str(")")?;
+        if self.rejected > 0 {
+            write!(f, ", {} rejected", self.rejected)?;
+        }
+        Ok(())
+    }
+}
+
+/// The log records held: the newest `max`, in arrival order, with the positions of each
+/// trace's records (by sequence number: the oldest of a trace is the first to go).
+#[derive(Debug, Default)]
+struct Logs {
+    max: usize,
+    records: VecDeque<LogRecord>,
+    /// The sequence number of `records[0]`.
+    first: u64,
+    by_trace: HashMap<TraceId, VecDeque<u64>>,
+    stats: LogStats,
+}
+
+impl Logs {
+    fn insert(&mut self, logs: Vec<LogRecord>, rejected: u64) {
+        self.stats.received += logs.len() as u64;
+        self.stats.rejected += rejected;
+        if self.max == 0 {
+            self.stats.dropped += logs.len() as u64;
+            return;
+        }
+        for log in logs {
+            if self.records.len() >= self.max {
+                self.drop_oldest();
+            }
+            let seq = self.first + self.records.len() as u64;
+            if let Some(trace) = log.trace_id {
+                self.by_trace.entry(trace).or_default().push_back(seq);
+            }
+            self.records.push_back(log);
+        }
+        self.stats.held = self.records.len() as u64;
+    }
+
+    fn drop_oldest(&mut self) {
+        let Some(old) = self.records.pop_front() else {
+            return;
+        };
+        self.first += 1;
+        self.stats.dropped += 1;
+        if let Some(trace) = old.trace_id
+            && let Entry::Occupied(mut seqs) = self.by_trace.entry(trace)
+        {
+            seqs.get_mut().pop_front();
+            if seqs.get().is_empty() {
+                seqs.remove();
+            }
+        }
+    }
+
+    /// The records of trace `id`, in arrival order.
+    fn of_trace(&self, id: TraceId) -> impl Iterator<Item = &LogRecord> {
+        self.by_trace.get(&id).into_iter().flat_map(move |seqs| {
+            seqs.iter().filter_map(move |seq| {
+                let at = usize::try_from(seq.checked_sub(self.first)?).ok()?;
+                self.records.get(at)
+            })
+        })
+    }
+}
+
+/// The log records of no span held ([`Session::unmatched_logs`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct LogList<'a> {
+    /// The records, by service and then time, up to the limit (the newest).
+    pub logs: Vec<&'a LogRecord>,
+    /// How many match in all.
+    pub matching: usize,
+    /// The services of every record of no span held, sorted.
+    pub services: Vec<String>,
 }
 
 /// How [`Session::list`] orders the traces.
@@ -272,6 +388,7 @@ pub struct Session {
     findings: VecDeque<Finding>,
     counts: FindingCounts,
     allowed: u64,
+    logs: Logs,
 }
 
 impl Session {
@@ -287,13 +404,71 @@ impl Session {
             findings: VecDeque::new(),
             counts: FindingCounts::default(),
             allowed: 0,
+            logs: Logs {
+                max: config.max_logs,
+                ..Logs::default()
+            },
         }
     }
 
-    /// Takes the spans of `batch`, arrived at `now`, and counts what the decoder rejected.
+    /// Takes the spans (and the log records) of `batch`, arrived at `now`, and counts what the
+    /// decoder rejected.
     pub fn ingest(&mut self, batch: Batch, now: Instant) {
+        if !batch.logs.is_empty() || batch.rejected_logs > 0 {
+            self.logs.insert(batch.logs, batch.rejected_logs);
+        }
         self.assembler.count_rejected(batch.rejected);
         self.assembler.insert(batch.spans, now);
+    }
+
+    /// `view` with the log records held of each of its spans, to show under them.
+    pub fn with_logs<'a>(&'a self, view: TraceView<'a>) -> TraceView<'a> {
+        let logs = self.logs.of_trace(view.trace_id());
+        view.with_logs(logs)
+    }
+
+    /// The log records held of no span held (no trace or span id, or ids of no span of a trace
+    /// held), of `service` (empty: any), by service and then time; the newest `limit` (0: no
+    /// limit).
+    pub fn unmatched_logs(&self, service: &str, limit: usize) -> LogList<'_> {
+        let mut spans: HashMap<TraceId, HashSet<SpanId>> = HashMap::new();
+        let mut services: Vec<&str> = Vec::new();
+        let mut logs: Vec<&LogRecord> = Vec::new();
+        for log in &self.logs.records {
+            let held = log.span().is_some_and(|(trace, span)| {
+                spans
+                    .entry(trace)
+                    .or_insert_with(|| {
+                        self.assembler
+                            .trace(&trace)
+                            .map(|t| t.spans.iter().map(|s| s.span_id).collect())
+                            .unwrap_or_default()
+                    })
+                    .contains(&span)
+            });
+            if held {
+                continue;
+            }
+            if !services.contains(&log.service()) {
+                services.push(log.service());
+            }
+            if service.is_empty() || log.service() == service {
+                logs.push(log);
+            }
+        }
+        let matching = logs.len();
+        if limit > 0 && logs.len() > limit {
+            logs.sort_by_key(|l| std::cmp::Reverse(l.time()));
+            logs.truncate(limit);
+        }
+        logs.sort_by(|a, b| (a.service(), a.time()).cmp(&(b.service(), b.time())));
+        let mut services: Vec<String> = services.into_iter().map(str::to_owned).collect();
+        services.sort();
+        LogList {
+            logs,
+            matching,
+            services,
+        }
     }
 
     /// The traces that have completed by `now`, each with its findings.
@@ -499,6 +674,7 @@ impl Session {
             spans: self.assembler.stats(),
             findings: self.counts,
             allowed: self.allowed,
+            logs: self.logs.stats,
         }
     }
 
@@ -519,6 +695,119 @@ mod tests {
 
     fn batch(spans: Vec<Span>) -> Batch {
         Batch::new(spans)
+    }
+
+    #[test]
+    fn logs_show_under_their_spans_and_the_others_are_listed_by_service() {
+        use crate::render::Output;
+        use crate::testing::log;
+        let mut session = Session::new(SessionConfig::default());
+        let t0 = Instant::now();
+        // Logs may arrive before their spans.
+        let mut other = log(Some(4), "of no trace held");
+        other.trace_id = Some(TraceId([9; 16]));
+        let mut late = log(Some(3), "second");
+        late.time_unix_nano = 9;
+        session.ingest(
+            Batch::of_logs(vec![
+                late,
+                log(Some(3), "first"),
+                log(None, "no span"),
+                other,
+            ]),
+            t0,
+        );
+        session.ingest(batch(sample()), t0);
+        let done = session.flush();
+        let view = session.with_logs(session.view_of(&done[0]).unwrap());
+        let bodies: Vec<String> = view
+            .logs(SpanId(3u64.to_be_bytes()))
+            .iter()
+            .map(|l| l.body.to_string())
+            .collect();
+        assert_eq!(bodies, ["first", "second"]);
+        assert!(view.logs(SpanId(4u64.to_be_bytes())).is_empty());
+        let mut text = String::new();
+        Output::Text { colour: false }.trace(&view, &mut text);
+        let lines: Vec<&str> = text.lines().collect();
+        let server = lines.iter().position(|l| l.contains("POST /v1")).unwrap();
+        assert!(lines[server + 1].ends_with("INFO first"), "{text}");
+        assert!(lines[server + 2].ends_with("INFO second"), "{text}");
+        // Without the logs, the waterfall is as before.
+        let mut plain = String::new();
+        Output::Text { colour: false }.trace(&session.view_of(&done[0]).unwrap(), &mut plain);
+        assert!(!plain.contains("first"));
+        let mut json = String::new();
+        Output::Json.trace(&view, &mut json);
+        let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let server = json["spans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "POST /v1")
+            .unwrap();
+        assert_eq!(server["logs"][1]["body"], "second");
+        assert_eq!(server["logs"][0]["severity"], "INFO");
+        let unmatched = session.unmatched_logs("", 0);
+        let bodies: Vec<String> = unmatched.logs.iter().map(|l| l.body.to_string()).collect();
+        assert_eq!(bodies, ["no span", "of no trace held"]);
+        assert_eq!(
+            (unmatched.matching, unmatched.services.as_slice()),
+            (2, &["gateway".to_owned()][..])
+        );
+        assert_eq!(session.unmatched_logs("nobody", 0).matching, 0);
+        assert_eq!(session.unmatched_logs("gateway", 1).logs.len(), 1);
+        assert!(
+            session
+                .stats()
+                .to_string()
+                .ends_with("; 4 logs received (4 held)"),
+            "{}",
+            session.stats()
+        );
+    }
+
+    #[test]
+    fn logs_are_bounded_the_oldest_dropped_first_and_counted() {
+        use crate::testing::log;
+        let mut session = Session::new(SessionConfig {
+            max_logs: 2,
+            ..SessionConfig::default()
+        });
+        let now = Instant::now();
+        for body in ["a", "b", "c"] {
+            session.ingest(Batch::of_logs(vec![log(Some(3), body)]), now);
+        }
+        session.ingest(batch(sample()), now);
+        let done = session.flush();
+        let view = session.with_logs(session.view_of(&done[0]).unwrap());
+        let bodies: Vec<String> = view
+            .logs(SpanId(3u64.to_be_bytes()))
+            .iter()
+            .map(|l| l.body.to_string())
+            .collect();
+        assert_eq!(bodies, ["b", "c"]);
+        let stats = session.stats().logs;
+        assert_eq!((stats.received, stats.held, stats.dropped), (3, 2, 1));
+        assert!(
+            session
+                .stats()
+                .to_string()
+                .ends_with("; 3 logs received (2 held, 1 dropped, the oldest first)")
+        );
+        let mut none = Session::new(SessionConfig {
+            max_logs: 0,
+            ..SessionConfig::default()
+        });
+        let mut rejected = Batch::of_logs(vec![log(None, "x")]);
+        rejected.rejected_logs = 2;
+        none.ingest(rejected, now);
+        let stats = none.stats().logs;
+        assert_eq!(
+            (stats.received, stats.held, stats.dropped, stats.rejected),
+            (1, 0, 1, 2)
+        );
+        assert_eq!(none.stats().spans.spans_rejected, 0);
     }
 
     #[test]

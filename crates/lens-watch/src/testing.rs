@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::model::{
-    KeyValue, Link, Resource, Scope, Span, SpanId, SpanKind, Status, TraceId, Value,
+    KeyValue, Link, LogRecord, Resource, Scope, Span, SpanId, SpanKind, Status, TraceId, Value,
 };
 
 pub(crate) const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -80,4 +80,24 @@ pub(crate) fn view(spans: &[Span]) -> crate::render::TraceView<'_> {
         spans,
         crate::render::HopNames::default(),
     )
+}
+
+/// A log record of service `gateway` at 5 ns, severity INFO, body `body`, emitted in span `span`
+/// of trace [`TRACE`] (or in none).
+pub(crate) fn log(span: Option<u64>, body: &str) -> LogRecord {
+    LogRecord {
+        time_unix_nano: 5,
+        observed_time_unix_nano: 6,
+        severity_number: 9,
+        severity_text: String::new(),
+        body: Value::String(body.to_owned()),
+        attributes: vec![KeyValue::new("k", Value::Int(1))],
+        trace_id: span.and_then(|_| TraceId::from_hex(TRACE)),
+        span_id: span.and_then(|s| SpanId::from_slice(&s.to_be_bytes())),
+        resource: Arc::new(Resource::for_service("gateway")),
+        scope: Arc::new(Scope {
+            name: "test".into(),
+            version: String::new(),
+        }),
+    }
 }

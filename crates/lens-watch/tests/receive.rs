@@ -178,6 +178,200 @@ async fn the_rust_sdk_exporter_over_http_protobuf() {
     check_received(&r.batches.recv().await.unwrap(), &spans);
 }
 
+// ---- logs ----
+
+/// Log records as the SDK emits them: two inside a server span (so they carry its trace and
+/// span ids), one outside any span; and that span's context.
+fn sdk_logs() -> (
+    Vec<opentelemetry_sdk::logs::in_memory_exporter::LogDataWithResource>,
+    opentelemetry::trace::SpanContext,
+) {
+    use opentelemetry::logs::{
+        AnyValue, LogRecord as _, Logger as _, LoggerProvider as _, Severity,
+    };
+    let logs = opentelemetry_sdk::logs::InMemoryLogExporter::default();
+    let provider = opentelemetry_sdk::logs::SdkLoggerProvider::builder()
+        .with_simple_exporter(logs.clone())
+        .build();
+    let logger = provider.logger("test-logger");
+    let emit = |severity: Severity, body: &str| {
+        let mut record = logger.create_log_record();
+        record.set_severity_number(severity);
+        record.set_severity_text(severity.name());
+        record.set_body(AnyValue::from(body.to_owned()));
+        record.add_attribute("user", "ada");
+        logger.emit(record);
+    };
+    let tracer = SdkTracerProvider::builder().build().tracer("test-scope");
+    let span = tracer
+        .span_builder("GET /plan")
+        .with_kind(OtelKind::Server)
+        .start(&tracer);
+    let context = span.span_context().clone();
+    {
+        let _in_span = opentelemetry::Context::current_with_span(span).attach();
+        emit(Severity::Info, "planning");
+        emit(Severity::Warn, "slow plan");
+    }
+    emit(Severity::Error, "no span");
+    let emitted = logs.get_emitted_logs().unwrap();
+    assert_eq!(emitted.len(), 3);
+    (emitted, context)
+}
+
+async fn export_logs(
+    mut exporter: opentelemetry_otlp::LogExporter,
+    logs: &[opentelemetry_sdk::logs::in_memory_exporter::LogDataWithResource],
+) {
+    use opentelemetry_sdk::logs::LogExporter as _;
+    exporter.set_resource(
+        &Resource::builder_empty()
+            .with_service_name("watched")
+            .build(),
+    );
+    let records: Vec<_> = logs
+        .iter()
+        .map(|l| (&l.record, &l.instrumentation))
+        .collect();
+    exporter
+        .export(opentelemetry_sdk::logs::LogBatch::new(&records))
+        .await
+        .expect("the receiver accepts the export");
+}
+
+fn check_logs(batch: &Batch, span: &opentelemetry::trace::SpanContext) {
+    assert_eq!((batch.logs.len(), batch.rejected_logs), (3, 0));
+    assert!(batch.spans.is_empty());
+    let body = |b: &str| {
+        batch
+            .logs
+            .iter()
+            .find(|l| l.body == lens_watch::model::Value::String(b.into()))
+            .expect("every record arrives")
+    };
+    for (text, severity) in [("planning", "INFO"), ("slow plan", "WARN")] {
+        let log = body(text);
+        assert_eq!(log.trace_id.unwrap().0, span.trace_id().to_bytes());
+        assert_eq!(log.span_id.unwrap().0, span.span_id().to_bytes());
+        assert_eq!((log.severity(), log.service()), (severity, "watched"));
+        assert_eq!(log.scope.name, "test-logger");
+        assert!(log.time() > 0);
+        assert!(log.attributes.iter().any(|kv| &*kv.key == "user"));
+    }
+    assert_eq!(body("no span").span(), None);
+}
+
+#[tokio::test]
+async fn logs_from_the_rust_sdk_exporter_over_grpc_with_gzip() {
+    let mut r = start().await;
+    let (logs, span) = sdk_logs();
+    let exporter = opentelemetry_otlp::LogExporter::builder()
+        .with_tonic()
+        .with_endpoint(format!("http://{}", r.grpc))
+        .with_compression(opentelemetry_otlp::Compression::Gzip)
+        .build()
+        .unwrap();
+    export_logs(exporter, &logs).await;
+    check_logs(&r.batches.recv().await.unwrap(), &span);
+}
+
+#[tokio::test]
+async fn logs_from_the_rust_sdk_exporter_over_http_protobuf() {
+    let mut r = start().await;
+    let (logs, span) = sdk_logs();
+    let exporter = opentelemetry_otlp::LogExporter::builder()
+        .with_http()
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_endpoint(format!("http://{}/v1/logs", r.http))
+        .build()
+        .unwrap();
+    export_logs(exporter, &logs).await;
+    check_logs(&r.batches.recv().await.unwrap(), &span);
+}
+
+fn json_logs(records: &str) -> String {
+    format!(r#"{{"resourceLogs":[{{"scopeLogs":[{{"logRecords":[{records}]}}]}}]}}"#)
+}
+
+const GOOD_LOG: &str = r#"{"timeUnixNano":"1","body":{"stringValue":"ok"},"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b7"}"#;
+const BAD_LOG: &str = r#"{"body":{"stringValue":"bad"},"spanId":"00f0"}"#;
+
+#[tokio::test]
+async fn json_logs_with_a_bad_record_get_a_partial_success_in_json_and_keep_the_rest() {
+    let mut r = start().await;
+    let body = gzip(json_logs(&format!("{GOOD_LOG},{BAD_LOG}")).as_bytes());
+    let (status, ct, reply) = post_to(r.http, LOGS, "application/json", Some("gzip"), body).await;
+    assert_eq!((status, ct.as_str()), (200, "application/json"));
+    assert_json_partial_success(&reply, "rejectedLogRecords", "invalid span id");
+    let batch = r.batches.recv().await.unwrap();
+    assert_eq!(
+        (batch.logs.len(), batch.rejected_logs, batch.rejected),
+        (1, 1, 0)
+    );
+}
+
+/// A protobuf logs request of [`GOOD_LOG`] and [`BAD_LOG`].
+fn logs_protobuf_with_a_bad_record() -> Vec<u8> {
+    use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+    use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
+    let good = LogRecord {
+        trace_id: vec![1; 16],
+        span_id: vec![2; 8],
+        ..Default::default()
+    };
+    let bad = LogRecord {
+        span_id: vec![2; 3],
+        ..Default::default()
+    };
+    ExportLogsServiceRequest {
+        resource_logs: vec![ResourceLogs {
+            scope_logs: vec![ScopeLogs {
+                log_records: vec![good, bad],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+    .encode_to_vec()
+}
+
+#[tokio::test]
+async fn protobuf_logs_with_a_bad_record_get_a_partial_success_in_protobuf() {
+    use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceResponse;
+    let mut r = start().await;
+    let (status, ct, reply) = post_to(
+        r.http,
+        LOGS,
+        "application/x-protobuf",
+        None,
+        logs_protobuf_with_a_bad_record(),
+    )
+    .await;
+    assert_eq!((status, ct.as_str()), (200, "application/x-protobuf"));
+    let reply = ExportLogsServiceResponse::decode(&reply[..]).unwrap();
+    assert_eq!(reply.partial_success.unwrap().rejected_log_records, 1);
+    assert_eq!(r.batches.recv().await.unwrap().logs.len(), 1);
+}
+
+#[tokio::test]
+async fn grpc_logs_with_a_bad_record_get_a_partial_success_and_the_rest_is_kept() {
+    use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceResponse;
+    let mut r = start().await;
+    let reply = grpc_send_to(
+        grpc_channel(r.grpc).await,
+        GRPC_LOGS,
+        logs_protobuf_with_a_bad_record(),
+    )
+    .await
+    .unwrap();
+    let reply = ExportLogsServiceResponse::decode(&reply[..]).unwrap();
+    let partial = reply.partial_success.unwrap();
+    assert_eq!(partial.rejected_log_records, 1);
+    assert!(partial.error_message.contains("invalid span id"));
+    let batch = r.batches.recv().await.unwrap();
+    assert_eq!((batch.logs.len(), batch.rejected_logs), (1, 1));
+}
+
 const GOOD: &str = r#"{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b7","name":"ok","startTimeUnixNano":"1","endTimeUnixNano":"2"}"#;
 const BAD_ID: &str = r#"{"traceId":"4bf92f","spanId":"00f067aa0ba902b7","name":"bad"}"#;
 
@@ -270,8 +464,22 @@ async fn post(
     encoding: Option<&str>,
     body: Vec<u8>,
 ) -> (u16, String, Vec<u8>) {
+    post_to(addr, TRACES, content_type, encoding, body).await
+}
+
+/// The OTLP/HTTP paths.
+const TRACES: &str = receive::http::TRACES_PATH;
+const LOGS: &str = receive::http::LOGS_PATH;
+
+async fn post_to(
+    addr: SocketAddr,
+    path: &str,
+    content_type: &str,
+    encoding: Option<&str>,
+    body: Vec<u8>,
+) -> (u16, String, Vec<u8>) {
     let mut request = reqwest::Client::new()
-        .post(format!("http://{addr}/v1/traces"))
+        .post(format!("http://{addr}{path}"))
         .header("content-type", content_type)
         .body(body);
     if let Some(e) = encoding {
@@ -293,6 +501,19 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().unwrap()
 }
 
+/// `reply` is an OTLP/JSON partial success of one rejected (counted as `count`), saying `says`.
+fn assert_json_partial_success(reply: &[u8], count: &str, says: &str) {
+    let reply: serde_json::Value = serde_json::from_slice(reply).unwrap();
+    assert_eq!(reply["partialSuccess"][count], "1", "{reply}");
+    assert!(
+        reply["partialSuccess"]["errorMessage"]
+            .as_str()
+            .unwrap()
+            .contains(says),
+        "{reply}"
+    );
+}
+
 #[tokio::test]
 async fn json_with_a_bad_span_gets_a_partial_success_in_json_and_keeps_the_rest() {
     let mut r = start().await;
@@ -305,14 +526,7 @@ async fn json_with_a_bad_span_gets_a_partial_success_in_json_and_keeps_the_rest(
     )
     .await;
     assert_eq!((status, ct.as_str()), (200, "application/json"));
-    let reply: serde_json::Value = serde_json::from_slice(&reply).unwrap();
-    assert_eq!(reply["partialSuccess"]["rejectedSpans"], "1");
-    assert!(
-        reply["partialSuccess"]["errorMessage"]
-            .as_str()
-            .unwrap()
-            .contains("invalid trace id")
-    );
+    assert_json_partial_success(&reply, "rejectedSpans", "invalid trace id");
     let batch = r.batches.recv().await.unwrap();
     assert_eq!((batch.spans.len(), batch.rejected), (1, 1));
 }
@@ -359,21 +573,33 @@ struct RpcStatus {
     message: String,
 }
 
-#[tokio::test]
-async fn undecodable_protobuf_is_400_with_a_status_message() {
+/// Undecodable protobuf at `path`: 400 with a `google.rpc.Status` that says `says`.
+async fn undecodable_protobuf_at(path: &str, says: &str) {
     let r = start().await;
-    let (status, ct, reply) = post(r.http, "application/x-protobuf", None, vec![0xff; 16]).await;
+    let (status, ct, reply) =
+        post_to(r.http, path, "application/x-protobuf", None, vec![0xff; 16]).await;
     assert_eq!((status, ct.as_str()), (400, "application/x-protobuf"));
     let reply = RpcStatus::decode(&reply[..]).unwrap();
     assert_eq!(reply.code, 3);
-    assert!(reply.message.contains("OTLP/protobuf"), "{}", reply.message);
+    assert!(reply.message.contains(says), "{}", reply.message);
 }
 
 #[tokio::test]
-async fn undecodable_json_is_400_with_a_json_message() {
+async fn undecodable_protobuf_is_400_with_a_status_message() {
+    undecodable_protobuf_at(TRACES, "OTLP/protobuf ExportTraceServiceRequest").await;
+}
+
+#[tokio::test]
+async fn undecodable_protobuf_logs_are_400_with_a_status_message() {
+    undecodable_protobuf_at(LOGS, "OTLP/protobuf ExportLogsServiceRequest").await;
+}
+
+/// Text that is not JSON at `path`: 400 with a JSON message.
+async fn undecodable_json_at(path: &str) {
     let r = start().await;
-    let (status, _, reply) = post(
+    let (status, _, reply) = post_to(
         r.http,
+        path,
         "application/json",
         None,
         b"{\"resourceSpans\":[".to_vec(),
@@ -388,10 +614,37 @@ async fn undecodable_json_is_400_with_a_json_message() {
 }
 
 #[tokio::test]
-async fn a_corrupt_gzip_body_is_400() {
+async fn undecodable_json_is_400_with_a_json_message() {
+    undecodable_json_at(TRACES).await;
+}
+
+#[tokio::test]
+async fn undecodable_json_logs_are_400_with_a_json_message() {
+    undecodable_json_at(LOGS).await;
+}
+
+#[tokio::test]
+async fn json_logs_of_the_wrong_shape_are_400_naming_the_field() {
     let r = start().await;
-    let (status, _, reply) = post(
+    let body = br#"{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":5}]}]}]}"#;
+    let (status, _, reply) = post_to(r.http, LOGS, "application/json", None, body.to_vec()).await;
+    assert_eq!(status, 400);
+    let reply: serde_json::Value = serde_json::from_slice(&reply).unwrap();
+    assert!(
+        reply["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("not an OTLP/JSON ExportLogsServiceRequest: resourceLogs[0].scopeLogs[0].logRecords[0].body"),
+        "{reply}"
+    );
+}
+
+/// A body at `path` that says gzip and is not: 400.
+async fn corrupt_gzip_at(path: &str) {
+    let r = start().await;
+    let (status, _, reply) = post_to(
         r.http,
+        path,
         "application/json",
         Some("gzip"),
         b"not gzip at all".to_vec(),
@@ -399,6 +652,16 @@ async fn a_corrupt_gzip_body_is_400() {
     .await;
     assert_eq!(status, 400);
     assert!(String::from_utf8_lossy(&reply).contains("does not decompress"));
+}
+
+#[tokio::test]
+async fn a_corrupt_gzip_body_is_400() {
+    corrupt_gzip_at(TRACES).await;
+}
+
+#[tokio::test]
+async fn a_corrupt_gzip_body_of_logs_is_400() {
+    corrupt_gzip_at(LOGS).await;
 }
 
 #[tokio::test]
@@ -413,16 +676,27 @@ async fn another_content_type_or_encoding_is_415() {
     );
 }
 
-#[tokio::test]
-async fn a_gzip_bomb_is_413() {
+/// A gzip body at `path` that decompresses past the limit: 413.
+async fn gzip_bomb_at(path: &str) {
     let r = start().await;
     // 21 MiB of zeros compress to about 21 KiB.
     let bomb = gzip(&vec![0u8; MAX_BODY + 1024 * 1024]);
     assert!(bomb.len() < 1024 * 1024);
-    let (status, _, reply) = post(r.http, "application/x-protobuf", Some("gzip"), bomb).await;
+    let (status, _, reply) =
+        post_to(r.http, path, "application/x-protobuf", Some("gzip"), bomb).await;
     assert_eq!(status, 413);
     let reply = RpcStatus::decode(&reply[..]).unwrap();
     assert!(reply.message.contains("decompressed"), "{}", reply.message);
+}
+
+#[tokio::test]
+async fn a_gzip_bomb_is_413() {
+    gzip_bomb_at(TRACES).await;
+}
+
+#[tokio::test]
+async fn a_gzip_bomb_of_logs_is_413() {
+    gzip_bomb_at(LOGS).await;
 }
 
 /// Sends `head` (request line and headers) and then `body` on a raw connection; the status
@@ -443,25 +717,47 @@ async fn raw(addr: SocketAddr, head: &str, body: Option<Vec<u8>>) -> u16 {
     text.split(' ').nth(1).unwrap().parse().unwrap()
 }
 
-#[tokio::test]
-async fn a_declared_length_over_the_limit_is_413_before_any_body_is_sent() {
+/// A declared length over the limit at `path`: 413 before any body is sent.
+async fn declared_length_over_the_limit_at(path: &str) {
     let r = start().await;
     let head = format!(
-        "POST /v1/traces HTTP/1.1\r\nhost: x\r\ncontent-type: application/x-protobuf\r\ncontent-length: {}\r\n\r\n",
+        "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/x-protobuf\r\ncontent-length: {}\r\n\r\n",
         MAX_BODY + 1
     );
     assert_eq!(raw(r.http, &head, None).await, 413);
 }
 
 #[tokio::test]
-async fn a_chunked_body_over_the_limit_is_413() {
+async fn a_declared_length_over_the_limit_is_413_before_any_body_is_sent() {
+    declared_length_over_the_limit_at(TRACES).await;
+}
+
+#[tokio::test]
+async fn a_declared_length_of_logs_over_the_limit_is_413_before_any_body_is_sent() {
+    declared_length_over_the_limit_at(LOGS).await;
+}
+
+/// A chunked body over the limit at `path`: 413.
+async fn chunked_body_over_the_limit_at(path: &str) {
     let r = start().await;
-    let head = "POST /v1/traces HTTP/1.1\r\nhost: x\r\ncontent-type: application/x-protobuf\r\ntransfer-encoding: chunked\r\n\r\n";
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/x-protobuf\r\ntransfer-encoding: chunked\r\n\r\n"
+    );
     let size = MAX_BODY + 1;
     let mut body = format!("{size:x}\r\n").into_bytes();
     body.extend(std::iter::repeat_n(0u8, size));
     body.extend(b"\r\n0\r\n\r\n");
-    assert_eq!(raw(r.http, head, Some(body)).await, 413);
+    assert_eq!(raw(r.http, &head, Some(body)).await, 413);
+}
+
+#[tokio::test]
+async fn a_chunked_body_over_the_limit_is_413() {
+    chunked_body_over_the_limit_at(TRACES).await;
+}
+
+#[tokio::test]
+async fn a_chunked_body_of_logs_over_the_limit_is_413() {
+    chunked_body_over_the_limit_at(LOGS).await;
 }
 
 // ---- gRPC with raw bytes: what no SDK would send ----
@@ -475,7 +771,7 @@ struct ReplyDecoder;
 
 impl tonic::codec::Codec for RawCodec {
     type Encode = Vec<u8>;
-    type Decode = ExportTraceServiceResponse;
+    type Decode = Vec<u8>;
     type Encoder = RawEncoder;
     type Decoder = ReplyDecoder;
     fn encoder(&mut self) -> RawEncoder {
@@ -500,15 +796,14 @@ impl tonic::codec::Encoder for RawEncoder {
 }
 
 impl tonic::codec::Decoder for ReplyDecoder {
-    type Item = ExportTraceServiceResponse;
+    type Item = Vec<u8>;
     type Error = tonic::Status;
     fn decode(
         &mut self,
         src: &mut tonic::codec::DecodeBuf<'_>,
     ) -> Result<Option<Self::Item>, tonic::Status> {
-        ExportTraceServiceResponse::decode(src)
-            .map(Some)
-            .map_err(|e| tonic::Status::internal(e.to_string()))
+        use bytes::Buf as _;
+        Ok(Some(src.copy_to_bytes(src.remaining()).to_vec()))
     }
 }
 
@@ -533,28 +828,51 @@ async fn grpc_send(
     channel: tonic::transport::Channel,
     body: Vec<u8>,
 ) -> Result<ExportTraceServiceResponse, tonic::Status> {
+    let reply = grpc_send_to(channel, receive::grpc::EXPORT_PATH, body).await?;
+    Ok(ExportTraceServiceResponse::decode(&reply[..]).unwrap())
+}
+
+/// `body` sent as the request message of method `path` on `channel`; the reply's bytes.
+async fn grpc_send_to(
+    channel: tonic::transport::Channel,
+    path: &'static str,
+    body: Vec<u8>,
+) -> Result<Vec<u8>, tonic::Status> {
     let mut client = tonic::client::Grpc::new(channel);
     client.ready().await.unwrap();
     client
         .unary(
             tonic::Request::new(body),
-            http::uri::PathAndQuery::from_static(receive::grpc::EXPORT_PATH),
+            http::uri::PathAndQuery::from_static(path),
             RawCodec,
         )
         .await
         .map(tonic::Response::into_inner)
 }
 
+const GRPC_LOGS: &str = receive::grpc::LOGS_EXPORT_PATH;
+
+/// Undecodable bytes sent to method `path`: `INVALID_ARGUMENT`, saying `says`.
+async fn grpc_undecodable_at(path: &'static str, says: &str) {
+    let r = start().await;
+    let status = grpc_send_to(grpc_channel(r.grpc).await, path, vec![0xff; 16])
+        .await
+        .unwrap_err();
+    assert_refused(&status, tonic::Code::InvalidArgument, says);
+}
+
 #[tokio::test]
 async fn grpc_undecodable_bytes_are_invalid_argument() {
-    let r = start().await;
-    let status = grpc_raw(r.grpc, vec![0xff; 16]).await.unwrap_err();
-    assert_eq!(status.code(), tonic::Code::InvalidArgument);
-    assert!(
-        status.message().contains("OTLP/protobuf"),
-        "{}",
-        status.message()
-    );
+    grpc_undecodable_at(
+        receive::grpc::EXPORT_PATH,
+        "OTLP/protobuf ExportTraceServiceRequest",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn grpc_undecodable_logs_are_invalid_argument() {
+    grpc_undecodable_at(GRPC_LOGS, "OTLP/protobuf ExportLogsServiceRequest").await;
 }
 
 #[tokio::test]
@@ -601,14 +919,14 @@ async fn grpc_still_serves(r: &mut Receivers, channel: tonic::transport::Channel
     assert!(r.batches.try_recv().is_err(), "nothing else was delivered");
 }
 
-#[tokio::test]
-async fn grpc_a_message_over_the_limit_is_refused_and_the_receiver_keeps_serving() {
+/// A message over the limit sent to method `path` is refused; the receiver keeps serving.
+async fn grpc_over_the_limit_at(path: &'static str) {
     let mut r = start().await;
     let channel = grpc_channel(r.grpc).await;
     // tonic refuses a message by the length in its frame header, before reading its body
     // (`tonic/src/codec/decode.rs`, `StreamingInner::decode_chunk`: `if len > limit` returns
     // `Status::out_of_range`, with the limit set by `Grpc::max_decoding_message_size`).
-    let status = grpc_send(channel.clone(), vec![0u8; MAX_BODY + 1])
+    let status = grpc_send_to(channel.clone(), path, vec![0u8; MAX_BODY + 1])
         .await
         .unwrap_err();
     assert_refused(
@@ -617,6 +935,16 @@ async fn grpc_a_message_over_the_limit_is_refused_and_the_receiver_keeps_serving
         &format!("the limit is: {MAX_BODY} bytes"),
     );
     grpc_still_serves(&mut r, channel).await;
+}
+
+#[tokio::test]
+async fn grpc_a_message_over_the_limit_is_refused_and_the_receiver_keeps_serving() {
+    grpc_over_the_limit_at(receive::grpc::EXPORT_PATH).await;
+}
+
+#[tokio::test]
+async fn grpc_logs_over_the_limit_are_refused_and_the_receiver_keeps_serving() {
+    grpc_over_the_limit_at(GRPC_LOGS).await;
 }
 
 /// A gzip body that decompresses to `mib` MiB of zeros, built without compressing them: one MiB
@@ -653,8 +981,8 @@ fn peak_rss() -> Option<u64> {
     Some(kib * 1024)
 }
 
-#[tokio::test]
-async fn grpc_a_gzip_bomb_is_refused_without_decompressing_it_whole() {
+/// A gzip bomb sent to method `path` is refused without being decompressed whole.
+async fn grpc_gzip_bomb_at(path: &str) {
     use tonic::client::GrpcService as _;
 
     let mut r = start().await;
@@ -667,7 +995,7 @@ async fn grpc_a_gzip_bomb_is_refused_without_decompressing_it_whole() {
     drop(bomb);
 
     let mut channel = grpc_channel(r.grpc).await;
-    let request = http::Request::post(format!("http://{}{}", r.grpc, receive::grpc::EXPORT_PATH))
+    let request = http::Request::post(format!("http://{}{path}", r.grpc))
         .header("content-type", "application/grpc")
         .header("grpc-encoding", "gzip")
         .header("te", "trailers")
@@ -701,6 +1029,16 @@ async fn grpc_a_gzip_bomb_is_refused_without_decompressing_it_whole() {
         );
     }
     grpc_still_serves(&mut r, channel).await;
+}
+
+#[tokio::test]
+async fn grpc_a_gzip_bomb_is_refused_without_decompressing_it_whole() {
+    grpc_gzip_bomb_at(receive::grpc::EXPORT_PATH).await;
+}
+
+#[tokio::test]
+async fn grpc_a_gzip_bomb_of_logs_is_refused_without_decompressing_it_whole() {
+    grpc_gzip_bomb_at(GRPC_LOGS).await;
 }
 
 /// An OTLP/JSON request of 600 spans with long names (over 100 KiB).

@@ -45,6 +45,35 @@ def setup(service_name: str, otlp_protocol: str | None = None, otlp_endpoint: st
     return handle, exporter
 
 
+def setup_logs(service_name: str, otlp_protocol: str, otlp_endpoint: str):
+    """Python `logging` through the OpenTelemetry SDK: a `LoggingHandler` on the logger returned
+    (`lens-interop`), its records exported, as they are emitted, by the SDK's OTLP log exporter
+    (`otlp_protocol`, as `setup`) to the receiver of `otlp_endpoint` (for HTTP, its `/v1/traces`
+    becomes `/v1/logs`). A record emitted inside a span carries that span's trace and span id.
+    """
+    import logging
+
+    from opentelemetry.sdk._logs import LoggerProvider, LoggingHandler
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+    from opentelemetry.sdk.resources import Resource
+
+    if otlp_protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+
+        otlp = OTLPLogExporter(endpoint=otlp_endpoint, insecure=True)
+    else:
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+
+        endpoint = otlp_endpoint.removesuffix("/v1/traces").rstrip("/") + "/v1/logs"
+        otlp = OTLPLogExporter(endpoint=endpoint)
+    provider = LoggerProvider(resource=Resource.create({"service.name": service_name}))
+    provider.add_log_record_processor(SimpleLogRecordProcessor(otlp))
+    logger = logging.getLogger("lens-interop")
+    logger.setLevel(logging.INFO)
+    logger.addHandler(LoggingHandler(level=logging.INFO, logger_provider=provider))
+    return logger
+
+
 def hex_trace_id(value: int) -> str:
     return f"{value:032x}"
 

@@ -7,7 +7,9 @@ Binds 127.0.0.1 on a free port and prints `LISTENING <port>`. The FastAPI app is
 with NeMo Lens's `instrument_fastapi`, the aiohttp client with `instrument_aiohttp_client`.
 When standard input closes, the server stops, every span is flushed and written to PATH as JSON,
 and `SPANS <count>` is printed. With `--otlp-*`, every span is also exported, as it ends, by the
-SDK's OTLP exporter (gRPC or HTTP/protobuf) to that endpoint (`lens watch`). With
+SDK's OTLP exporter (gRPC or HTTP/protobuf) to that endpoint (`lens watch`), and each request
+handled logs one record (`handled PATH`) through Python `logging` and the OpenTelemetry
+`LoggingHandler`, exported by the SDK's OTLP log exporter to the same endpoint. With
 `--baggage-keys`, SERVER spans record the keys of the baggage that arrived (docs/probe.md's span
 processor, `BaggageKeys` below).
 
@@ -62,6 +64,17 @@ def main() -> int:
     rust_url = args.rust_url.rstrip("/")
 
     handle, exporter = common.setup("lens-interop-python", args.otlp_protocol, args.otlp_endpoint)
+    log = (
+        common.setup_logs("lens-interop-python", args.otlp_protocol, args.otlp_endpoint)
+        if args.otlp_protocol
+        else None
+    )
+
+    def handled(path: str) -> None:
+        # Inside the request's FastAPI SERVER span: the record carries its ids.
+        if log is not None:
+            log.info("handled %s", path)
+
     if args.baggage_keys:
         from opentelemetry import trace
 
@@ -100,6 +113,7 @@ def main() -> int:
 
     @app.post("/start")
     async def start(request: Request) -> dict:
+        handled("/start")
         body = await request.json()
         ctx = context.get_current()
         for key, value in body.get("baggage", []):
@@ -114,12 +128,14 @@ def main() -> int:
 
     @app.post("/relay")
     async def relay() -> dict:
+        handled("/relay")
         seen = common.describe()
         rust = await call_rust("/leaf")
         return {"python_relay": seen, "rust": rust}
 
     @app.post("/leaf")
     async def leaf() -> dict:
+        handled("/leaf")
         return {"python_leaf": common.describe()}
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

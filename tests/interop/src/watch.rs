@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::check::Checks;
 use crate::error::{Error, Result};
 use crate::http::{self, Direction, OtlpTargets, RUST_SERVICE};
-use crate::spans::SpanRecord;
+use crate::spans::{Side, SpanRecord};
 
 /// How long to wait for `lens watch` to start and for a trace to come out of it.
 const WATCH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -62,11 +62,12 @@ fn timeout(what: &str) -> Error {
     }
 }
 
-/// Starts `lens watch --json --quiet-for 2 --save save` on free ports (`save` emptied first).
+/// Starts `lens watch --json --logs --quiet-for 2 --save save` on free ports (`save` emptied
+/// first).
 pub(crate) fn start(lens: &Path, save: &Path) -> Result<Watch> {
     let _ignored = std::fs::remove_file(save);
     let mut child = Command::new(lens)
-        .args(["watch", "--json", "--quiet-for", "2"])
+        .args(["watch", "--json", "--logs", "--quiet-for", "2"])
         .args(["--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", "--save"])
         .arg(save)
         .stdin(Stdio::null())
@@ -230,6 +231,58 @@ fn check_trace(checks: &mut Checks, label: &str, trace: &Value, records: &[SpanR
     );
 }
 
+/// `trace` without its spans' `logs`.
+fn without_logs(mut trace: Value) -> Value {
+    if let Some(spans) = trace["spans"].as_array_mut() {
+        for span in spans {
+            if let Some(span) = span.as_object_mut() {
+                span.remove("logs");
+            }
+        }
+    }
+    trace
+}
+
+/// The record each Python request logged (`handled PATH`, through `logging` and the
+/// OpenTelemetry `LoggingHandler`, tests/interop/python/service.py) is under its FastAPI SERVER
+/// span in `trace` (`--json --logs`), and in that span's row of `page`.
+fn check_logs(checks: &mut Checks, label: &str, trace: &Value, page: &str, records: &[SpanRecord]) {
+    let spans = trace["spans"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let servers = records
+        .iter()
+        .filter(|r| r.side == Side::Python && r.kind == "SERVER");
+    for record in servers {
+        let path = record.name.split_whitespace().last().unwrap_or_default();
+        let expected = format!("handled {path}");
+        let bodies: Vec<&str> = spans
+            .iter()
+            .find(|s| s["span_id"] == record.span_id.as_str())
+            .and_then(|s| s["logs"].as_array())
+            .map(|logs| logs.iter().filter_map(|l| l["body"].as_str()).collect())
+            .unwrap_or_default();
+        checks.eq(
+            &format!(
+                "{label}: the log record of {} is under its SERVER span",
+                record.name
+            ),
+            &bodies,
+            &vec![expected.as_str()],
+        );
+        checks.check(
+            &format!(
+                "{label}: the page shows the log record of {} under its span",
+                record.name
+            ),
+            page.contains(&format!("data-logs-for=\"{}\"", record.span_id))
+                && page.contains(&expected),
+            || format!("no logs row for span {}", record.span_id),
+        );
+    }
+}
+
 pub(crate) async fn run(
     lens: &Path,
     python: &Path,
@@ -296,7 +349,9 @@ pub(crate) async fn run(
             missing.is_empty(),
             || format!("missing {missing:?}"),
         );
-        traces.push((label, id, trace));
+        check_logs(checks, label, &trace, &page, &records);
+        // `lens check` shows no logs (it has no --logs): the rest of the trace is the same.
+        traces.push((label, id, without_logs(trace)));
     }
     drop(watch);
 

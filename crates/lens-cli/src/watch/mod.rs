@@ -46,9 +46,16 @@ any SDK at it: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 (or :4317 with 
 OTEL_EXPORTER_OTLP_PROTOCOL=grpc); `lens demo --otlp http://127.0.0.1:4318` sends it a trace. \
 --load FILE first shows (and counts) the traces of files as `lens check` reads them: OTLP/JSON \
 lines as --save and the Collector's file exporter write them, gzip or zstd too; a file is read up \
-to a bad or cut line, with one warning naming the line.",
+to a bad or cut line, with one warning naming the line. \
+OTLP logs are received too (gRPC LogsService, HTTP POST /v1/logs): the page shows each span's log \
+records under it and lists those of no span; --logs prints them under their spans here.",
     mut_arg("json", |a| a.help("Print one JSON object per completed trace (a line each) instead of the waterfall")),
-    after_help = "--save FILE --load FILE keeps a session across restarts: what was saved before is \
+    after_help = "Logs: OTLP logs are received too (gRPC LogsService, HTTP POST /v1/logs, protobuf \
+or JSON): the page shows each span's log records under it and lists those of no span; --logs \
+prints them under their spans here; the newest --max-logs are held; --save writes them as \
+resourceLogs lines, which --load reads back.
+
+--save FILE --load FILE keeps a session across restarts: what was saved before is \
 shown, what arrives now is appended to FILE, and no span is shown or written twice (the file is \
 read whole before anything is received). A --load file is read up to a bad or cut line, with one \
 warning naming it; the watch opens all the same.
@@ -79,8 +86,8 @@ pub(crate) struct Args {
     #[arg(long)]
     quiet: bool,
 
-    /// Append every span received to FILE as OTLP/JSON lines (for `lens check FILE`, and
-    /// `--load FILE` next time)
+    /// Append every span (and log record) received to FILE as OTLP/JSON lines (for `lens check
+    /// FILE`, and `--load FILE` next time)
     #[arg(long, value_name = "FILE")]
     save: Option<PathBuf>,
 
@@ -95,6 +102,15 @@ pub(crate) struct Args {
 
     #[command(flatten)]
     bounds: Bounds,
+
+    /// Print each span's log records (severity and body) under it in the waterfall, or in its
+    /// "logs" with --json
+    #[arg(long)]
+    logs: bool,
+
+    /// The most log records held (the oldest are dropped first, and counted in the status line)
+    #[arg(long, value_name = "N", default_value = "100000")]
+    max_logs: usize,
 
     #[command(flatten)]
     color: ColourFlag,
@@ -247,9 +263,23 @@ pub(crate) fn main(args: Args) -> ExitCode {
     };
     config.quiet = args.quiet;
     config.hop_names = HOP_NAMES;
-    let code = runtime.block_on(run(grpc, http, config, output, save, sources));
+    config.max_logs = args.max_logs;
+    let shown = Shown {
+        output,
+        logs: args.logs,
+    };
+    let code = runtime.block_on(run(grpc, http, config, shown, save, sources));
     runtime.shutdown_timeout(Duration::from_millis(100));
     code
+}
+
+/// What the terminal shows of each trace.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Shown {
+    /// The waterfall or JSON.
+    pub(crate) output: Output,
+    /// Each span's log records under it (`--logs`).
+    pub(crate) logs: bool,
 }
 
 /// Why the loop stopped taking batches.
@@ -266,7 +296,7 @@ async fn run(
     grpc: std::net::TcpListener,
     http: std::net::TcpListener,
     config: SessionConfig,
-    output: Output,
+    shown: Shown,
     mut save: Save,
     sources: Vec<Source>,
 ) -> ExitCode {
@@ -323,10 +353,10 @@ async fn run(
     });
     drop(sender);
     eprintln!(
-        "lens watch: OTLP/gRPC on {grpc_addr}, OTLP/HTTP on http://{http_addr}/v1/traces, the page on http://{http_addr}/ (Ctrl-C to stop)"
+        "lens watch: OTLP/gRPC on {grpc_addr}, OTLP/HTTP on http://{http_addr}/v1/traces (and /v1/logs), the page on http://{http_addr}/ (Ctrl-C to stop)"
     );
 
-    let mut terminal = Terminal::new(store.clone(), output, max_traces);
+    let mut terminal = Terminal::new(store.clone(), shown, max_traces);
     let mut saved: u64 = 0;
     let mut code = ExitCode::SUCCESS;
     if loaded > 0 {
@@ -489,12 +519,17 @@ fn take(save: &mut Save, store: &Store, batch: Batch, saved: &mut u64) -> Result
     Ok(())
 }
 
-/// Appends `batch` to the save file as one OTLP/JSON line.
+/// Appends `batch` to the save file as one OTLP/JSON line: its spans (`resourceSpans`), or its
+/// log records (`resourceLogs`).
 fn append(file: &mut BufWriter<File>, batch: &Batch) -> std::io::Result<()> {
-    if batch.spans.is_empty() {
+    let line = if !batch.spans.is_empty() {
+        lens_watch::encode::to_json_line(&batch.spans)
+    } else if !batch.logs.is_empty() {
+        lens_watch::encode::logs_to_json_line(&batch.logs)
+    } else {
         return Ok(());
-    }
-    file.write_all(lens_watch::encode::to_json_line(&batch.spans).as_bytes())?;
+    };
+    file.write_all(line.as_bytes())?;
     file.write_all(b"\n")?;
     file.flush()
 }

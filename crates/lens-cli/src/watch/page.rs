@@ -1,6 +1,8 @@
 //! The live page on the HTTP port: `GET /` (one self-contained document: inline style and
 //! script, no external asset), `GET /api/traces` (the list, filtered and sorted),
-//! `GET /api/traces/{id}` (one trace's waterfall, lens-watch's HTML section),
+//! `GET /api/traces/{id}` (one trace's waterfall, lens-watch's HTML section, each span's log
+//! records under it), `GET /api/logs?service=` (the log records of no span held, by service and
+//! time),
 //! `GET /api/traces/{id}/matches` (the spans of it that the list's filter finds),
 //! `GET /api/traces/{id}/otlp` (its spans as one OTLP/JSON line, as `--save` writes, to download),
 //! `GET /api/traces/{id}/paired` (whether it is complete, and the new roots the doctor paired
@@ -30,6 +32,9 @@ const PAGE: &str = include_str!("page.html");
 /// The most traces one list answer carries.
 const LIST_LIMIT: usize = 500;
 
+/// The most log records one `/api/logs` answer carries (the newest).
+const LOGS_LIMIT: usize = 1000;
+
 pub(super) fn router(store: Store) -> axum::Router {
     axum::Router::new()
         .route("/", get(index))
@@ -40,6 +45,7 @@ pub(super) fn router(store: Store) -> axum::Router {
         .route("/api/traces/{id}/paired", get(paired))
         .route("/api/status", get(status))
         .route("/api/findings", get(findings))
+        .route("/api/logs", get(logs))
         .route("/api/map", get(map))
         .with_state(store)
 }
@@ -146,7 +152,7 @@ async fn list(State(store): State<Store>, Query(filter): Query<Filter>) -> Respo
         "traces": traces,
         "matching": list.matching,
         "services": list.services,
-        "status": session.stats().spans.to_string(),
+        "status": session.stats().to_string(),
     }))
     .into_response()
 }
@@ -174,7 +180,7 @@ async fn trace(State(store): State<Store>, Path(id): Path<String>) -> Response {
         return not_held();
     };
     let mut out = String::new();
-    render::html::trace(&view, &mut out);
+    render::html::trace(&session.with_logs(view), &mut out);
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], out).into_response()
 }
 
@@ -281,10 +287,52 @@ async fn map(State(store): State<Store>) -> Json<Value> {
     Json(json)
 }
 
-async fn status(State(store): State<Store>) -> Json<Value> {
-    let stats = store.lock().stats().spans;
+/// `?service=`.
+#[derive(Debug, serde::Deserialize)]
+pub(super) struct LogsQuery {
+    #[serde(default)]
+    service: String,
+}
+
+/// `{"logs": [...], "matching": N, "services": [...], "html": "..."}`: the log records of no
+/// span held (no trace or span id, or ids of no span of a trace held), by service and time, up
+/// to the newest [`LOGS_LIMIT`]; `html` is them as the page shows them.
+async fn logs(State(store): State<Store>, Query(query): Query<LogsQuery>) -> Json<Value> {
+    let session = store.lock();
+    let list = session.unmatched_logs(&query.service, LOGS_LIMIT);
+    let mut html = String::new();
+    let mut by_service: Vec<&lens_watch::model::LogRecord> = Vec::new();
+    for (i, log) in list.logs.iter().enumerate() {
+        by_service.push(log);
+        let last = list
+            .logs
+            .get(i + 1)
+            .is_none_or(|next| next.service() != log.service());
+        if last {
+            html.push_str("<h3>");
+            render::html::escape(&mut html, log.service());
+            html.push_str("</h3>\n");
+            render::html::logs(&by_service, None, &mut html);
+            by_service.clear();
+        }
+    }
     Json(json!({
-        "status": stats.to_string(),
+        "logs": list.logs.iter().map(|l| render::json::log(l)).collect::<Vec<_>>(),
+        "matching": list.matching,
+        "services": list.services,
+        "html": html,
+    }))
+}
+
+async fn status(State(store): State<Store>) -> Json<Value> {
+    let all = store.lock().stats();
+    let (stats, logs) = (&all.spans, all.logs);
+    Json(json!({
+        "status": all.to_string(),
+        "logs_received": logs.received,
+        "logs_rejected": logs.rejected,
+        "logs_held": logs.held,
+        "logs_dropped": logs.dropped,
         "spans_received": stats.spans_received,
         "spans_rejected": stats.spans_rejected,
         "traces": stats.traces,

@@ -7,12 +7,13 @@ use std::process::ExitCode;
 use lens_watch::render::Output;
 use lens_watch::session::Completed;
 
-use super::Store;
+use super::{Shown, Store};
 
 /// The terminal's side of a watch.
 pub(super) struct Terminal {
     store: Store,
     output: Output,
+    logs: bool,
     tty: bool,
     shown_status: String,
     max_traces: usize,
@@ -20,10 +21,11 @@ pub(super) struct Terminal {
 }
 
 impl Terminal {
-    pub(super) fn new(store: Store, output: Output, max_traces: usize) -> Self {
+    pub(super) fn new(store: Store, shown: Shown, max_traces: usize) -> Self {
         Terminal {
             store,
-            output,
+            output: shown.output,
+            logs: shown.logs,
             tty: std::io::stderr().is_terminal(),
             shown_status: String::new(),
             max_traces,
@@ -44,7 +46,10 @@ impl Terminal {
         let (status, evicting_open) = {
             let session = self.store.lock();
             for completed in done {
-                if let Some(view) = session.view_of(completed) {
+                if let Some(mut view) = session.view_of(completed) {
+                    if self.logs {
+                        view = session.with_logs(view);
+                    }
                     self.output.trace(&view, &mut out);
                 }
                 self.output.findings(&completed.findings, &mut out);

@@ -11,18 +11,32 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use base64::Engine as _;
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1 as otlp_common;
+use opentelemetry_proto::tonic::logs::v1 as otlp_logs;
 use opentelemetry_proto::tonic::resource::v1 as otlp_resource;
 use opentelemetry_proto::tonic::trace::v1 as otlp_trace;
 use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, DeserializeOwned, Deserializer, IgnoredAny, MapAccess, Visitor};
 
 /// Parses `bytes` as an OTLP/JSON `ExportTraceServiceRequest`; the error with the path of the
 /// field at fault (`.` for the top level).
 pub(super) fn request(
     bytes: &[u8],
 ) -> Result<ExportTraceServiceRequest, (String, serde_json::Error)> {
+    parse::<Request, _>(bytes)
+}
+
+/// Parses `bytes` as an OTLP/JSON `ExportLogsServiceRequest`, as [`request`] does.
+pub(super) fn logs_request(
+    bytes: &[u8],
+) -> Result<ExportLogsServiceRequest, (String, serde_json::Error)> {
+    parse::<LogsRequest, _>(bytes)
+}
+
+/// Parses `bytes` as the JSON object `R`, into its protobuf message `P`.
+fn parse<R: DeserializeOwned + Into<P>, P>(bytes: &[u8]) -> Result<P, (String, serde_json::Error)> {
     // serde reads a struct from an array too; a request is an object.
     if let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace())
         && *first != b'{'
@@ -31,7 +45,7 @@ pub(super) fn request(
         return Err((".".to_owned(), de::Error::custom("expected an object")));
     }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let request: Request = serde_path_to_error::deserialize(&mut deserializer)
+    let request: R = serde_path_to_error::deserialize(&mut deserializer)
         .map_err(|e| (e.path().to_string(), e.into_inner()))?;
     deserializer.end().map_err(|e| (".".to_owned(), e))?;
     Ok(request.into())
@@ -51,6 +65,62 @@ where
 struct Request {
     #[serde(default, alias = "resource_spans", deserialize_with = "nullable")]
     resource_spans: Vec<ResourceSpans>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LogsRequest {
+    #[serde(default, alias = "resource_logs", deserialize_with = "nullable")]
+    resource_logs: Vec<ResourceLogs>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResourceLogs {
+    #[serde(default)]
+    resource: Option<Resource>,
+    #[serde(default, alias = "scope_logs", deserialize_with = "nullable")]
+    scope_logs: Vec<ScopeLogs>,
+    #[serde(default, alias = "schema_url", deserialize_with = "nullable")]
+    schema_url: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ScopeLogs {
+    #[serde(default)]
+    scope: Option<Scope>,
+    #[serde(default, alias = "log_records", deserialize_with = "nullable")]
+    log_records: Vec<LogRecord>,
+    #[serde(default, alias = "schema_url", deserialize_with = "nullable")]
+    schema_url: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LogRecord {
+    #[serde(default, alias = "time_unix_nano")]
+    time_unix_nano: Int<u64>,
+    #[serde(default, alias = "observed_time_unix_nano")]
+    observed_time_unix_nano: Int<u64>,
+    #[serde(default, alias = "severity_number")]
+    severity_number: Enum<SeverityNumbers>,
+    #[serde(default, alias = "severity_text", deserialize_with = "nullable")]
+    severity_text: String,
+    #[serde(default)]
+    body: Option<AnyValue>,
+    #[serde(default, deserialize_with = "nullable")]
+    attributes: Vec<KeyValue>,
+    #[serde(default, alias = "dropped_attributes_count")]
+    dropped_attributes_count: Int<u32>,
+    #[serde(default)]
+    flags: Int<u32>,
+    #[serde(default, alias = "trace_id")]
+    trace_id: HexId,
+    #[serde(default, alias = "span_id")]
+    span_id: HexId,
+    #[serde(default, alias = "event_name", deserialize_with = "nullable")]
+    event_name: String,
 }
 
 #[derive(Deserialize)]
@@ -301,6 +371,38 @@ impl Names for SpanKinds {
 
 struct StatusCodes;
 
+struct SeverityNumbers;
+
+impl Names for SeverityNumbers {
+    const NAMES: &'static [&'static str] = &[
+        "SEVERITY_NUMBER_UNSPECIFIED",
+        "SEVERITY_NUMBER_TRACE",
+        "SEVERITY_NUMBER_TRACE2",
+        "SEVERITY_NUMBER_TRACE3",
+        "SEVERITY_NUMBER_TRACE4",
+        "SEVERITY_NUMBER_DEBUG",
+        "SEVERITY_NUMBER_DEBUG2",
+        "SEVERITY_NUMBER_DEBUG3",
+        "SEVERITY_NUMBER_DEBUG4",
+        "SEVERITY_NUMBER_INFO",
+        "SEVERITY_NUMBER_INFO2",
+        "SEVERITY_NUMBER_INFO3",
+        "SEVERITY_NUMBER_INFO4",
+        "SEVERITY_NUMBER_WARN",
+        "SEVERITY_NUMBER_WARN2",
+        "SEVERITY_NUMBER_WARN3",
+        "SEVERITY_NUMBER_WARN4",
+        "SEVERITY_NUMBER_ERROR",
+        "SEVERITY_NUMBER_ERROR2",
+        "SEVERITY_NUMBER_ERROR3",
+        "SEVERITY_NUMBER_ERROR4",
+        "SEVERITY_NUMBER_FATAL",
+        "SEVERITY_NUMBER_FATAL2",
+        "SEVERITY_NUMBER_FATAL3",
+        "SEVERITY_NUMBER_FATAL4",
+    ];
+}
+
 impl Names for StatusCodes {
     const NAMES: &'static [&'static str] =
         &["STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR"];
@@ -503,19 +605,12 @@ impl From<Request> for ExportTraceServiceRequest {
                 .resource_spans
                 .into_iter()
                 .map(|rs| otlp_trace::ResourceSpans {
-                    resource: rs.resource.map(|res| otlp_resource::Resource {
-                        attributes: kvs(res.attributes),
-                        ..Default::default()
-                    }),
+                    resource: resource(rs.resource),
                     scope_spans: rs
                         .scope_spans
                         .into_iter()
                         .map(|ss| otlp_trace::ScopeSpans {
-                            scope: ss.scope.map(|s| otlp_common::InstrumentationScope {
-                                name: s.name,
-                                version: s.version,
-                                ..Default::default()
-                            }),
+                            scope: scope(ss.scope),
                             spans: ss.spans.into_iter().map(Into::into).collect(),
                             schema_url: ss.schema_url,
                         })
@@ -523,6 +618,65 @@ impl From<Request> for ExportTraceServiceRequest {
                     schema_url: rs.schema_url,
                 })
                 .collect(),
+        }
+    }
+}
+
+/// The resource of a `resourceSpans` or `resourceLogs` entry.
+fn resource(resource: Option<Resource>) -> Option<otlp_resource::Resource> {
+    resource.map(|res| otlp_resource::Resource {
+        attributes: kvs(res.attributes),
+        ..Default::default()
+    })
+}
+
+/// The scope of a `scopeSpans` or `scopeLogs` entry.
+fn scope(scope: Option<Scope>) -> Option<otlp_common::InstrumentationScope> {
+    scope.map(|s| otlp_common::InstrumentationScope {
+        name: s.name,
+        version: s.version,
+        ..Default::default()
+    })
+}
+
+impl From<LogsRequest> for ExportLogsServiceRequest {
+    fn from(r: LogsRequest) -> Self {
+        ExportLogsServiceRequest {
+            resource_logs: r
+                .resource_logs
+                .into_iter()
+                .map(|rl| otlp_logs::ResourceLogs {
+                    resource: resource(rl.resource),
+                    scope_logs: rl
+                        .scope_logs
+                        .into_iter()
+                        .map(|sl| otlp_logs::ScopeLogs {
+                            scope: scope(sl.scope),
+                            log_records: sl.log_records.into_iter().map(Into::into).collect(),
+                            schema_url: sl.schema_url,
+                        })
+                        .collect(),
+                    schema_url: rl.schema_url,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<LogRecord> for otlp_logs::LogRecord {
+    fn from(l: LogRecord) -> Self {
+        otlp_logs::LogRecord {
+            time_unix_nano: l.time_unix_nano.0,
+            observed_time_unix_nano: l.observed_time_unix_nano.0,
+            severity_number: l.severity_number.0,
+            severity_text: l.severity_text,
+            body: l.body.map(Into::into),
+            attributes: kvs(l.attributes),
+            dropped_attributes_count: l.dropped_attributes_count.0,
+            flags: l.flags.0,
+            trace_id: l.trace_id.0,
+            span_id: l.span_id.0,
+            event_name: l.event_name,
         }
     }
 }

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use super::{TraceView, format_duration, span_duration, summary_line};
+use crate::model::LogRecord;
 use crate::model::Status;
 
 /// The page's style sheet (also used by a live page).
@@ -26,6 +27,15 @@ div.link { color: #6a7180; font-size: .85em; }
 tr.error td.name { color: #c0392b; }
 span.service { display: inline-block; width: .8em; height: .8em; border-radius: 50%; margin-right: .4em; }
 footer { margin-top: 2em; color: #8a90a0; font-size: .85em; }
+tr.logs td { padding: 0 8px 4px; white-space: normal; }
+tr.logs summary { cursor: pointer; color: #6a7180; font-size: .85em; }
+ol.logs { list-style: none; margin: 0; padding: 0; font: .85em ui-monospace, monospace; }
+ol.logs li { padding: 1px 0; }
+ol.logs time { color: #8a90a0; margin-right: .6em; }
+span.severity { display: inline-block; min-width: 4.5em; font-weight: 600; color: #4a5160; }
+li.warn span.severity { color: #b7791f; }
+li.error span.severity { color: #c0392b; }
+span.log-attributes { color: #8a90a0; margin-left: .8em; }
 ";
 
 /// Escapes text for element content and attribute values.
@@ -167,8 +177,75 @@ pub fn trace(view: &TraceView<'_>, out: &mut String) {
         );
         escape(out, &tooltip);
         out.push_str("\"></div></div></td></tr>\n");
+        let logs = view.logs(span.span_id);
+        if !logs.is_empty() {
+            let _ = writeln!(
+                out,
+                "<tr class=\"logs\" data-logs-for=\"{}\"><td colspan=\"5\" style=\"padding-left: {:.1}em\"><details open=\"open\"><summary>{} log record{}</summary>",
+                span.span_id,
+                1.9 + 1.4 * row.depth as f64,
+                logs.len(),
+                if logs.len() == 1 { "" } else { "s" },
+            );
+            self::logs(logs, Some(trace.start), out);
+            out.push_str("</details></td></tr>\n");
+        }
     }
     out.push_str("</tbody>\n</table>\n</section>\n");
+}
+
+/// Log records as an `<ol class="logs">`: one `<li>` each with its time (after `start`, in Unix
+/// nanoseconds, when given: a trace's start; else the time of day, UTC), severity, body and
+/// attributes.
+pub fn logs(logs: &[&LogRecord], start: Option<u64>, out: &mut String) {
+    out.push_str("<ol class=\"logs\">\n");
+    for log in logs {
+        let level = match log.severity_number {
+            17.. => " error",
+            13..=16 => " warn",
+            _ => "",
+        };
+        let time = match start {
+            Some(start) => format!(
+                "+{}",
+                format_duration(std::time::Duration::from_nanos(
+                    log.time().saturating_sub(start)
+                ))
+            ),
+            None => {
+                let ms = log.time() / 1_000_000;
+                let s = ms / 1000;
+                format!(
+                    "{:02}:{:02}:{:02}.{:03}",
+                    s / 3600 % 24,
+                    s / 60 % 60,
+                    s % 60,
+                    ms % 1000
+                )
+            }
+        };
+        let _ = write!(
+            out,
+            "<li class=\"log{level}\"><time title=\"{} ns since the Unix epoch\">{time}</time><span class=\"severity\">",
+            log.time(),
+        );
+        escape(out, log.severity());
+        out.push_str("</span> <span class=\"body\">");
+        escape(out, &log.body.to_string());
+        out.push_str("</span>");
+        if !log.attributes.is_empty() {
+            out.push_str("<span class=\"log-attributes\">");
+            for (i, kv) in log.attributes.iter().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                escape(out, &format!("{}={}", kv.key, kv.value));
+            }
+            out.push_str("</span>");
+        }
+        out.push_str("</li>\n");
+    }
+    out.push_str("</ol>\n");
 }
 
 #[cfg(test)]
@@ -200,5 +277,54 @@ mod tests {
         assert!(page.contains(&format!("data-trace-id=\"{TRACE}\"")));
         assert_eq!(page.matches("data-link-span-id=").count(), 1);
         assert!(page.contains("↳ link → stage a (gateway)"));
+    }
+
+    #[test]
+    fn a_span_shows_its_log_records_collapsibly_under_its_row() {
+        let spans = sample();
+        let mut warn = crate::testing::log(Some(3), "disk <low>");
+        warn.severity_number = 13;
+        let info = crate::testing::log(Some(3), "ok");
+        let view = view(&spans).with_logs([&warn, &info]);
+        let mut page = String::new();
+        super::page(&[view], "t", "", &mut page);
+        assert!(roxml_free_well_formed(&page));
+        let server = page.find("data-span-id=\"0000000000000003\"").unwrap();
+        let logs = page
+            .find("<tr class=\"logs\" data-logs-for=\"0000000000000003\">")
+            .unwrap();
+        let next = page.find("data-span-id=\"0000000000000004\"").unwrap();
+        assert!(server < logs && logs < next);
+        assert!(page.contains("<summary>2 log records</summary>"));
+        assert!(page.contains("<li class=\"log warn\">"));
+        assert!(page.contains("<span class=\"severity\">WARN</span> <span class=\"body\">disk &lt;low&gt;</span><span class=\"log-attributes\">k=1</span>"));
+        assert_eq!(page.matches("<tr class=\"logs\"").count(), 1);
+    }
+
+    /// Every element opened is closed, in order (what an XML parser checks first).
+    fn roxml_free_well_formed(page: &str) -> bool {
+        let mut open: Vec<&str> = Vec::new();
+        let mut rest = page;
+        while let Some(at) = rest.find('<') {
+            rest = &rest[at + 1..];
+            let end = rest.find('>').unwrap_or(rest.len());
+            let tag = &rest[..end];
+            if tag.starts_with('!') || tag.ends_with('/') {
+                continue;
+            }
+            let name = tag
+                .trim_start_matches('/')
+                .split([' ', '\n'])
+                .next()
+                .unwrap_or("");
+            if tag.starts_with('/') {
+                if open.pop() != Some(name) {
+                    return false;
+                }
+            } else {
+                open.push(name);
+            }
+        }
+        open.is_empty()
     }
 }

@@ -5,7 +5,7 @@ use base64::Engine as _;
 use serde_json::{Map, Value as Json, json};
 
 use super::TraceView;
-use crate::model::{KeyValue, Span, Value};
+use crate::model::{KeyValue, LogRecord, Span, Value};
 
 /// An attribute value as JSON.
 pub fn value(value: &Value) -> Json {
@@ -67,6 +67,22 @@ pub fn span(span: &Span) -> Json {
     })
 }
 
+/// One log record as a JSON object: `time_unix_nano` (its time, else when observed),
+/// `severity` (as [`LogRecord::severity`] names it), `severity_number`, `body`, `attributes`,
+/// `service`, and `trace_id` and `span_id` (`null` when none).
+pub fn log(log: &LogRecord) -> Json {
+    json!({
+        "time_unix_nano": log.time(),
+        "severity": log.severity(),
+        "severity_number": log.severity_number,
+        "body": value(&log.body),
+        "attributes": attributes(&log.attributes),
+        "service": log.service(),
+        "trace_id": log.trace_id.map(|t| t.to_string()),
+        "span_id": log.span_id.map(|s| s.to_string()),
+    })
+}
+
 /// Every span of every trace, trace by trace in tree order, as one JSON array.
 pub fn spans(traces: &[TraceView<'_>]) -> Json {
     Json::Array(
@@ -81,7 +97,8 @@ pub fn spans(traces: &[TraceView<'_>]) -> Json {
 /// `partial` (spans of it were dropped by a bound: `lost_spans` of them), `cut_short` (shown
 /// before its quiet window passed, at a stop), `continued_from` (`{"trace_id", "span_id"}` of
 /// the span its root links to in another trace, as a consumer that links does; else `null`)
-/// and `spans` in tree order. `lens watch --json` prints one a line.
+/// and `spans` in tree order (a span with log records given to the view has them in `logs`,
+/// in order of time). `lens watch --json` prints one a line.
 pub fn trace(view: &TraceView<'_>) -> Json {
     let trace = view.layout();
     let continued_from = view.summary().continued_from.map(|(trace_id, span_id)| {
@@ -96,7 +113,16 @@ pub fn trace(view: &TraceView<'_>) -> Json {
         "cut_short": trace.cut_short,
         "start_unix_nano": trace.start,
         "end_unix_nano": trace.end,
-        "spans": trace.rows.iter().map(|r| span(r.span)).collect::<Vec<_>>(),
+        "spans": trace.rows.iter().map(|r| {
+            let mut json = span(r.span);
+            let logs = view.logs(r.span.span_id);
+            if !logs.is_empty()
+                && let Json::Object(map) = &mut json
+            {
+                map.insert("logs".to_owned(), logs.iter().map(|l| log(l)).collect());
+            }
+            json
+        }).collect::<Vec<_>>(),
     })
 }
 

@@ -1,5 +1,6 @@
 //! The waterfall as text: a header, one row per span (tree, name, service, kind, duration, a
-//! time bar), a line per link, the summary line; ANSI colours on request.
+//! time bar), a line per link, a line per log record given to the view (severity and body,
+//! indented under its span), the summary line; ANSI colours on request.
 
 use std::fmt::Write as _;
 
@@ -19,6 +20,7 @@ const ANSI_PALETTE: [&str; 8] = ["36", "32", "33", "35", "34", "96", "92", "95"]
 const ANSI_DIM: &str = "2";
 const ANSI_BOLD: &str = "1";
 const ANSI_RED: &str = "31";
+const ANSI_YELLOW: &str = "33";
 
 struct Painter {
     colour: bool,
@@ -141,6 +143,24 @@ pub fn render(view: &TraceView<'_>, colour: bool, out: &mut String) {
             let target = link_target(view, link.trace_id, link.span_id);
             p.paint(out, ANSI_DIM, &row.continuation);
             p.paint(out, ANSI_DIM, &format!("↳ link → {target}"));
+            out.push('\n');
+        }
+        for log in view.logs(span.span_id) {
+            p.paint(out, ANSI_DIM, &row.continuation);
+            let severity = log.severity();
+            let code = match log.severity_number {
+                17.. => ANSI_RED,
+                13..=16 => ANSI_YELLOW,
+                _ => ANSI_DIM,
+            };
+            p.paint(
+                out,
+                code,
+                if severity.is_empty() { "LOG" } else { severity },
+            );
+            out.push(' ');
+            // One line a record.
+            out.push_str(&log.body.to_string().replace(['\n', '\r'], " "));
             out.push('\n');
         }
     }

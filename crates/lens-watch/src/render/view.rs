@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::{HopNames, Layout, Summary, layout};
 use crate::diagnose::Finding;
-use crate::model::{Span, SpanId, Status, TraceId};
+use crate::model::{LogRecord, Span, SpanId, Status, TraceId};
 
 /// One trace, ready to draw: its spans laid out as a tree, the targets of its links resolved
 /// (inside the trace and into the other traces given), and how hops are named. A
@@ -17,6 +17,7 @@ pub struct TraceView<'a> {
     layout: Layout<'a>,
     targets: HashMap<(TraceId, SpanId), &'a Span>,
     names: HopNames<'a>,
+    logs: HashMap<SpanId, Vec<&'a LogRecord>>,
 }
 
 impl<'a> TraceView<'a> {
@@ -50,12 +51,37 @@ impl<'a> TraceView<'a> {
             layout: layout(trace_id, spans.iter().collect()),
             targets,
             names,
+            logs: HashMap::new(),
         }
     }
 
     /// The trace `trace_id` made of `spans`, links resolved among them.
     pub fn from_spans(trace_id: TraceId, spans: &'a [Span], names: HopNames<'a>) -> Self {
         TraceView::new(trace_id, spans, [], names)
+    }
+
+    /// Shows `logs` under their spans: those of this trace with a span id, each span's in
+    /// order of time (a [`Session`](crate::session::Session) gives them:
+    /// [`Session::with_logs`](crate::session::Session::with_logs)).
+    pub fn with_logs(mut self, logs: impl IntoIterator<Item = &'a LogRecord>) -> Self {
+        let trace = self.layout.trace_id;
+        for log in logs {
+            if let Some((t, span)) = log.span()
+                && t == trace
+            {
+                self.logs.entry(span).or_default().push(log);
+            }
+        }
+        for records in self.logs.values_mut() {
+            records.sort_by_key(|l| l.time());
+        }
+        self
+    }
+
+    /// The log records shown under span `span`, in order of time (none unless given by
+    /// [`TraceView::with_logs`]).
+    pub fn logs(&self, span: SpanId) -> &[&'a LogRecord] {
+        self.logs.get(&span).map_or(&[], Vec::as_slice)
     }
 
     /// Marks the trace partial: `lost` of its spans were dropped by a bound.
