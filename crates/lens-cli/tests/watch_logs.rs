@@ -1,5 +1,6 @@
-//! `lens watch` receiving OTLP logs from a real sender: the OpenTelemetry Rust SDK's logger,
-//! records emitted inside spans (so they carry the span's ids) and one outside any, exported by
+//! `lens watch` receiving OTLP logs from a real sender: `tracing` events through
+//! opentelemetry-appender-tracing into the OpenTelemetry Rust SDK's logger, records emitted
+//! inside spans (so they carry the span's ids) and one outside any, exported by
 //! opentelemetry-otlp's log exporter over OTLP/gRPC and OTLP/HTTP (protobuf), beside the spans
 //! by its span exporter. Each span's records show under it (`--json --logs`, `--logs`, the
 //! page's `GET /api/traces/{id}`); the record of no span is listed by `GET /api/logs`.
@@ -13,7 +14,7 @@ mod browser_support;
 mod watch_support;
 
 use browser_support::{browse, chromium, console_messages, screenshot, tempdir};
-use opentelemetry::logs::{AnyValue, LogRecord as _, Logger as _, LoggerProvider as _, Severity};
+use opentelemetry::logs::Severity;
 use opentelemetry::trace::{
     Span as _, SpanKind, TraceContextExt as _, Tracer as _, TracerProvider as _,
 };
@@ -22,6 +23,7 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::logs::{InMemoryLogExporter, LogExporter as _, SdkLoggerProvider};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanExporter as _};
 use serde_json::Value;
+use tracing_subscriber::layer::SubscriberExt as _;
 use watch_support::{Watch, http};
 
 /// The ids of what [`send`] sent.
@@ -50,14 +52,18 @@ async fn send(watch: &Watch, protocol: Protocol) -> Sent {
         .with_simple_exporter(logs.clone())
         .build();
     let tracer = tracer_provider.tracer("shop");
-    let logger = logger_provider.logger("shop.log");
-    let emit = |severity: Severity, body: &str| {
-        let mut record = logger.create_log_record();
-        record.set_severity_number(severity);
-        record.set_severity_text(severity.name());
-        record.set_body(AnyValue::from(body.to_owned()));
-        record.add_attribute("order", 42_i64);
-        logger.emit(record);
+    // The application logs with `tracing`; opentelemetry-appender-tracing bridges each event
+    // to the SDK's logger, which gives it the ids of the span current in the OpenTelemetry
+    // Context.
+    let subscriber = tracing_subscriber::registry().with(
+        opentelemetry_appender_tracing::layer::OpenTelemetryTracingBridge::new(&logger_provider),
+    );
+    let logging = tracing::subscriber::set_default(subscriber);
+    let emit = |severity: Severity, body: &str| match severity {
+        Severity::Debug => tracing::debug!(order = 42_i64, "{body}"),
+        Severity::Warn => tracing::warn!(order = 42_i64, "{body}"),
+        Severity::Error => tracing::error!(order = 42_i64, "{body}"),
+        _ => tracing::info!(order = 42_i64, "{body}"),
     };
     let server = tracer
         .span_builder("GET /plan")
@@ -80,6 +86,7 @@ async fn send(watch: &Watch, protocol: Protocol) -> Sent {
     };
     server_cx.span().end();
     emit(Severity::Error, "no span here");
+    drop(logging);
     tracer_provider.force_flush().unwrap();
 
     let resource = Resource::builder_empty().with_service_name("shop").build();
