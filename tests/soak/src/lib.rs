@@ -39,8 +39,8 @@ pub use rss::resident_bytes;
 pub use soak::{SoakOptions, SoakReport, run_soak};
 pub use tally::{SPANS_PER_REQUEST, SpanTally, TallyCounts};
 pub use watch_load::{
-    BYTES_PER_HELD_SPAN, POLL_P95_LIMIT, RSS_SLACK, SPANS_PER_TRACE, WatchLoadOptions,
-    WatchLoadReport, run_watch_load,
+    BYTES_PER_HELD_LOG, BYTES_PER_HELD_SPAN, POLL_P95_LIMIT, RSS_SLACK, SPANS_PER_TRACE,
+    WatchLoadOptions, WatchLoadReport, run_watch_load,
 };
 
 /// The README's example, compiled as a doctest.

@@ -182,10 +182,12 @@ fn watch_load(
     })?;
     let options = WatchLoadOptions::new(lens, Duration::from_secs(seconds), exporters);
     println!(
-        "watch-load: {seconds} s, {exporters} exporters × {} traces/s × {} spans, --max-traces {}",
+        "watch-load: {seconds} s, {exporters} exporters × {} traces/s × ({} spans + 1 log record), \
+--max-traces {} --max-logs {}",
         options.traces_per_second,
         lens_soak::SPANS_PER_TRACE,
-        options.max_traces
+        options.max_traces,
+        options.max_logs
     );
     let r = run_watch_load(&options)?;
     println!(
@@ -196,6 +198,10 @@ fn watch_load(
         r.spans_shown,
         r.spans_open,
         r.spans_dropped
+    );
+    println!(
+        "  log records     {} sent, {} received: {} held + {} dropped",
+        r.logs_sent, r.logs_received, r.logs_held, r.logs_dropped
     );
     println!(
         "  evicted         {} traces ({} of them open)",

@@ -1,11 +1,14 @@
 //! `lens watch` under load: N OpenTelemetry SDK exporters (real `opentelemetry-otlp` OTLP/HTTP
-//! exporters, one tracer provider and service each, in this process) send traces at a fixed
-//! rate into one `lens watch --max-traces M` for a fixed time, while its page is polled.
+//! exporters, one tracer provider, logger provider and service each, in this process) send
+//! traces, and a log record in each, at a fixed rate into one `lens watch --max-traces M
+//! --max-logs L` for a fixed time, while its page is polled.
 //!
 //! The checks: every span sent is received, and accounted for (received = shown + held open +
-//! dropped, from `GET /api/status`, with traces evicted); the resident memory of the `lens
-//! watch` process (`VmRSS` of `/proc/<pid>/status`) stays under [`WatchLoadReport::rss_bound`];
-//! `GET /api/traces` answers within 100 ms at the 95th percentile while loaded.
+//! dropped, from `GET /api/status`, with traces evicted); every log record sent is received
+//! and accounted for (received = held + dropped, with records dropped); the resident memory
+//! of the `lens watch` process (`VmRSS` of `/proc/<pid>/status`) stays under
+//! [`WatchLoadReport::rss_bound`]; `GET /api/traces` answers within 100 ms at the 95th
+//! percentile while loaded.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
@@ -15,11 +18,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use opentelemetry::logs::{LogRecord as _, Logger as _, LoggerProvider as _, Severity};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry::trace::{Span as _, SpanKind, TraceContextExt as _, Tracer as _};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::logs::{BatchLogProcessor, SdkLoggerProvider};
 use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
 
 use crate::SoakError;
@@ -33,6 +38,10 @@ pub const POLL_P95_LIMIT: Duration = Duration::from_millis(100);
 /// What a held span may cost in resident memory, for the bound: docs/watch.md measures about
 /// 1 KB a span held; four times that leaves room for the allocator.
 pub const BYTES_PER_HELD_SPAN: u64 = 4 * 1024;
+
+/// What a held log record may cost in resident memory, for the bound (a record is about the
+/// size of a span: ids, a body, a few attributes).
+pub const BYTES_PER_HELD_LOG: u64 = 4 * 1024;
 
 /// Room above the idle process and the spans held: the receivers' bounded queue of decoded
 /// batches, request buffers, the remembered ids of evicted traces (up to 100,000, about 5 MB).
@@ -52,6 +61,8 @@ pub struct WatchLoadOptions {
     pub traces_per_second: u64,
     /// `lens watch --max-traces`.
     pub max_traces: u64,
+    /// `lens watch --max-logs`.
+    pub max_logs: u64,
 }
 
 impl WatchLoadOptions {
@@ -64,6 +75,7 @@ impl WatchLoadOptions {
             exporters,
             traces_per_second: 25,
             max_traces: 200,
+            max_logs: 1_000,
         }
     }
 }
@@ -87,12 +99,21 @@ pub struct WatchLoadReport {
     pub evicted_traces: u64,
     /// See [`WatchLoadReport::spans_received`].
     pub evicted_open_traces: u64,
+    /// Log records the exporters emitted (one a trace, inside it).
+    pub logs_sent: u64,
+    /// `/api/status` at the end: log records received, held and dropped (oldest first, over
+    /// `--max-logs`).
+    pub logs_received: u64,
+    /// See [`WatchLoadReport::logs_received`].
+    pub logs_held: u64,
+    /// See [`WatchLoadReport::logs_received`].
+    pub logs_dropped: u64,
     /// Resident memory of `lens watch` before the load and at most during it, in bytes.
     pub rss_idle: u64,
     /// See [`WatchLoadReport::rss_idle`].
     pub rss_max: u64,
     /// The bound on `rss_max`: idle + [`BYTES_PER_HELD_SPAN`] × the most spans held (max
-    /// traces × spans per trace) + [`RSS_SLACK`].
+    /// traces × spans per trace) + [`BYTES_PER_HELD_LOG`] × max logs + [`RSS_SLACK`].
     pub rss_bound: u64,
     /// `GET /api/traces` while loaded: how many, the median, the 95th percentile, the slowest.
     pub polls: usize,
@@ -127,6 +148,21 @@ impl WatchLoadReport {
                 "received {} != shown {} + open {} + dropped {}",
                 self.spans_received, self.spans_shown, self.spans_open, self.spans_dropped
             ));
+        }
+        if self.logs_received != self.logs_sent {
+            out.push(format!(
+                "log records received {} != sent {}",
+                self.logs_received, self.logs_sent
+            ));
+        }
+        if self.logs_held + self.logs_dropped != self.logs_received {
+            out.push(format!(
+                "log records received {} != held {} + dropped {}",
+                self.logs_received, self.logs_held, self.logs_dropped
+            ));
+        }
+        if self.logs_dropped == 0 {
+            out.push("no log record was dropped: --max-logs was never reached".into());
         }
         if self.evicted_traces == 0 {
             out.push("no trace was evicted: --max-traces was never reached".into());
@@ -166,6 +202,7 @@ impl Watch {
             .args(["watch", "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"])
             .args(["--quiet-for", "0.3", "--json"])
             .args(["--max-traces", &options.max_traces.to_string()])
+            .args(["--max-logs", &options.max_logs.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -227,19 +264,25 @@ impl Watch {
     }
 }
 
-fn provider(http: &str, service: String) -> Result<SdkTracerProvider, SoakError> {
+/// One service's tracer and logger providers, each exporting over OTLP/HTTP to `http`.
+fn provider(
+    http: &str,
+    service: String,
+) -> Result<(SdkTracerProvider, SdkLoggerProvider), SoakError> {
     // The blocking client starts its own runtime: build it off any runtime thread.
-    let client = std::thread::spawn(|| {
-        reqwest::blocking::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()
-    })
-    .join()
-    .map_err(|_| SoakError::Client("building the HTTP client panicked".into()))?
-    .map_err(|e| SoakError::Client(e.to_string()))?;
+    let client = || {
+        std::thread::spawn(|| {
+            reqwest::blocking::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+        })
+        .join()
+        .map_err(|_| SoakError::Client("building the HTTP client panicked".into()))?
+        .map_err(|e| SoakError::Client(e.to_string()))
+    };
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
-        .with_http_client(client)
+        .with_http_client(client()?)
         .with_protocol(Protocol::HttpBinary)
         .with_endpoint(format!("http://{http}/v1/traces"))
         .build()
@@ -250,19 +293,53 @@ fn provider(http: &str, service: String) -> Result<SdkTracerProvider, SoakError>
         .with_scheduled_delay(Duration::from_millis(200))
         .with_max_queue_size(16_384)
         .build();
-    Ok(SdkTracerProvider::builder()
-        .with_resource(Resource::builder().with_service_name(service).build())
+    let resource = Resource::builder().with_service_name(service).build();
+    let tracer_provider = SdkTracerProvider::builder()
+        .with_resource(resource.clone())
         .with_span_processor(
             BatchSpanProcessor::builder(exporter)
                 .with_batch_config(config)
                 .build(),
         )
-        .build())
+        .build();
+    let log_exporter = opentelemetry_otlp::LogExporter::builder()
+        .with_http()
+        .with_http_client(client()?)
+        .with_protocol(Protocol::HttpBinary)
+        .with_endpoint(format!("http://{http}/v1/logs"))
+        .build()
+        .map_err(|e| SoakError::Exporter(e.to_string()))?;
+    let log_config = opentelemetry_sdk::logs::BatchConfigBuilder::default()
+        .with_scheduled_delay(Duration::from_millis(200))
+        .with_max_queue_size(16_384)
+        .build();
+    let logger_provider = SdkLoggerProvider::builder()
+        .with_resource(resource)
+        .with_log_processor(
+            BatchLogProcessor::builder(log_exporter)
+                .with_batch_config(log_config)
+                .build(),
+        )
+        .build();
+    Ok((tracer_provider, logger_provider))
 }
 
-/// One exporter's traces, paced at `per_second` until `until`; the spans ended.
-fn send(provider: &SdkTracerProvider, per_second: u64, until: Instant, sent: &AtomicU64) {
-    let tracer = provider.tracer("lens-soak");
+/// What the exporters sent: spans ended and log records emitted.
+#[derive(Debug, Default)]
+struct Sent {
+    spans: AtomicU64,
+    logs: AtomicU64,
+}
+
+/// One exporter's traces (and a log record in each), paced at `per_second` until `until`.
+fn send(
+    (tracer_provider, logger_provider): &(SdkTracerProvider, SdkLoggerProvider),
+    per_second: u64,
+    until: Instant,
+    sent: &Sent,
+) {
+    let tracer = tracer_provider.tracer("lens-soak");
+    let logger = logger_provider.logger("lens-soak");
     let period = Duration::from_secs(1) / u32::try_from(per_second.max(1)).unwrap_or(u32::MAX);
     let start = Instant::now();
     let mut n: u32 = 0;
@@ -283,6 +360,16 @@ fn send(provider: &SdkTracerProvider, per_second: u64, until: Instant, sent: &At
         let cx = Context::current_with_span(root);
         let work = tracer.start_with_context("work", &cx);
         let cx_work = cx.with_span(work);
+        {
+            // The SDK's logger gives the record the ids of the span current in the Context.
+            let _work = cx_work.clone().attach();
+            let mut record = logger.create_log_record();
+            record.set_severity_number(Severity::Info);
+            record.set_severity_text("INFO");
+            record.set_body(format!("work {n}").into());
+            logger.emit(record);
+        }
+        sent.logs.fetch_add(1, Ordering::Relaxed);
         let mut call = tracer
             .span_builder("SELECT")
             .with_kind(SpanKind::Client)
@@ -290,7 +377,7 @@ fn send(provider: &SdkTracerProvider, per_second: u64, until: Instant, sent: &At
         call.end();
         cx_work.span().end();
         cx.span().end();
-        sent.fetch_add(SPANS_PER_TRACE, Ordering::Relaxed);
+        sent.spans.fetch_add(SPANS_PER_TRACE, Ordering::Relaxed);
     }
 }
 
@@ -315,12 +402,14 @@ pub fn run_watch_load(options: &WatchLoadOptions) -> Result<WatchLoadReport, Soa
         rss_idle: watch.rss(),
         ..WatchLoadReport::default()
     };
-    report.rss_bound =
-        report.rss_idle + BYTES_PER_HELD_SPAN * options.max_traces * SPANS_PER_TRACE + RSS_SLACK;
+    report.rss_bound = report.rss_idle
+        + BYTES_PER_HELD_SPAN * options.max_traces * SPANS_PER_TRACE
+        + BYTES_PER_HELD_LOG * options.max_logs
+        + RSS_SLACK;
     let providers = (0..options.exporters)
         .map(|i| provider(&watch.http, format!("svc-{i:02}")))
         .collect::<Result<Vec<_>, _>>()?;
-    let sent = Arc::new(AtomicU64::new(0));
+    let sent = Arc::new(Sent::default());
     let started = Instant::now();
     let until = started + options.duration;
     let mut latencies = Vec::new();
@@ -346,17 +435,21 @@ pub fn run_watch_load(options: &WatchLoadOptions) -> Result<WatchLoadReport, Soa
         Ok(())
     })?;
     report.elapsed = started.elapsed();
-    for p in &providers {
-        let _ = p.shutdown();
+    for (tracer_provider, logger_provider) in &providers {
+        let _ = tracer_provider.shutdown();
+        let _ = logger_provider.shutdown();
     }
-    report.spans_sent = sent.load(Ordering::Relaxed);
+    report.spans_sent = sent.spans.load(Ordering::Relaxed);
+    report.logs_sent = sent.logs.load(Ordering::Relaxed);
     // Every span in, and every trace complete (or evicted), or a deadline.
     let deadline = Instant::now() + Duration::from_secs(30);
     let status = loop {
         report.rss_max = report.rss_max.max(watch.rss());
         let status = watch.status()?;
         let n = |key: &str| status[key].as_u64().unwrap_or(0);
-        if (n("spans_received") >= report.spans_sent && n("spans_open") == 0)
+        if (n("spans_received") >= report.spans_sent
+            && n("spans_open") == 0
+            && n("logs_received") >= report.logs_sent)
             || Instant::now() > deadline
         {
             break status;
@@ -370,6 +463,9 @@ pub fn run_watch_load(options: &WatchLoadOptions) -> Result<WatchLoadReport, Soa
     report.spans_dropped = n("dropped_evicted") + n("dropped_late") + n("dropped_spans");
     report.evicted_traces = n("evicted_traces");
     report.evicted_open_traces = n("evicted_open_traces");
+    report.logs_received = n("logs_received");
+    report.logs_held = n("logs_held");
+    report.logs_dropped = n("logs_dropped");
     latencies.sort();
     report.polls = latencies.len();
     report.poll_p50 = quantile(&latencies, 0.5);
