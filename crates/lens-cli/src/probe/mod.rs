@@ -65,7 +65,7 @@ Exit status: 0 the context survived every hop seen, 1 something was lost or drop
 span of the request arrived within --wait."
 )]
 pub(crate) struct Args {
-    /// Where to send the request: http://HOST[:PORT]/PATH, grpc://HOST:PORT (the standard
+    /// Where to send the request: http://HOST:PORT/PATH, grpc://HOST:PORT (the standard
     /// health check; grpc://HOST:PORT/pkg.Service/Method with a raw protobuf body from -d @FILE)
     /// or nats://HOST:PORT/SUBJECT (a message published with -d as its payload). No TLS
     #[arg(value_name = "TARGET", value_parser = Target::parse)]
