@@ -25,13 +25,11 @@
 //! assert!(route.hops[0].to.is_none());
 //! ```
 
-use std::fmt::Write as _;
 use std::sync::Arc;
-
-use serde_json::{Value as Json, json};
 
 use crate::diagnose::{
     BAGGAGE_KEYS_ATTRIBUTE as BAGGAGE_KEYS, Finding, NEW_ROOT_ATTRIBUTE as NEW_ROOT, Rule,
+    baggage_keys, split_url, trace_state_entries,
 };
 use crate::model::{
     FLAG_HAS_IS_REMOTE, KeyValue, Resource, Scope, Span, SpanId, SpanKind, Status, TraceId, Value,
@@ -99,9 +97,11 @@ impl Sent {
             KeyValue::new("http.request.method", Value::String(method.to_owned())),
             KeyValue::new("url.full", Value::String(url.to_owned())),
         ];
-        if let Some((host, port)) = authority(url) {
+        if let Some((host, port, _)) = split_url(url).filter(|(host, ..)| !host.is_empty()) {
             attributes.push(KeyValue::new("server.address", Value::String(host)));
-            attributes.push(KeyValue::new("server.port", Value::Int(i64::from(port))));
+            if let Some(port) = port {
+                attributes.push(KeyValue::new("server.port", Value::Int(i64::from(port))));
+            }
         }
         attributes
     }
@@ -149,34 +149,6 @@ impl Sent {
             status: Status::Unset,
         }
     }
-}
-
-/// `scheme://host[:port]/...` to the host and port (the scheme's default port).
-fn authority(url: &str) -> Option<(String, u16)> {
-    let (scheme, rest) = url.split_once("://")?;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let authority = authority.rsplit('@').next()?;
-    let default = match scheme {
-        "https" => 443,
-        "http" => 80,
-        "nats" => 4222,
-        _ => 0,
-    };
-    let (host, port) = match authority.strip_prefix('[') {
-        Some(v6) => {
-            let (host, after) = v6.split_once(']')?;
-            (host, after.strip_prefix(':'))
-        }
-        None => match authority.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        },
-    };
-    let port = match port {
-        Some(p) => p.parse().ok()?,
-        None => default,
-    };
-    (!host.is_empty()).then(|| (host.to_owned(), port))
 }
 
 /// Whether the trace continued over a hop.
@@ -397,168 +369,6 @@ impl Route {
     pub fn saw_nothing(&self) -> bool {
         self.hops.iter().all(|h| h.trace == TraceVerdict::Unseen)
     }
-
-    /// The route as text, a line a hop and a line for each thing that broke on it.
-    pub fn text(&self, out: &mut String) {
-        let _ = writeln!(
-            out,
-            "trace {} (sent traceparent {}, tracestate {}, baggage keys {}): {} spans exported",
-            self.sent.trace_id,
-            self.sent.traceparent(),
-            if self.sent.trace_state.is_empty() {
-                "none"
-            } else {
-                &self.sent.trace_state
-            },
-            self.sent.baggage_keys.join(","),
-            self.spans
-        );
-        for (n, hop) in self.hops.iter().enumerate() {
-            let to = hop.to.as_deref().unwrap_or("?");
-            let via = match hop.parent {
-                ParentVerdict::Reparented { .. } if hop.sender.is_some() => "? -> ",
-                _ => "",
-            };
-            let _ = write!(
-                out,
-                "{:>2}. {} -> {via}{to} ({})",
-                n + 1,
-                hop.from,
-                hop.kind
-            );
-            if !hop.in_probe_trace {
-                let _ = write!(out, " in trace {}", hop.trace_id);
-            }
-            out.push_str(": ");
-            out.push_str(&hop_summary(hop));
-            out.push('\n');
-        }
-    }
-
-    /// The route as JSON: `trace_id`, `sent`, `spans` and `hops` (each with its verdicts and
-    /// `broken`, the rule ids of what broke).
-    pub fn json(&self) -> Json {
-        let hex = |s: Option<SpanId>| s.map(|s| s.to_string());
-        json!({
-            "trace_id": self.sent.trace_id.to_string(),
-            "sent": {
-                "traceparent": self.sent.traceparent(),
-                "tracestate": self.sent.trace_state,
-                "baggage_keys": self.sent.baggage_keys,
-            },
-            "spans": self.spans,
-            "hops": self.hops.iter().map(|h| json!({
-                "from": h.from,
-                "to": h.to,
-                "kind": h.kind,
-                "trace_id": h.trace_id.to_string(),
-                "in_probe_trace": h.in_probe_trace,
-                "sender_span_id": hex(h.sender),
-                "receiver_span_id": hex(h.receiver),
-                "trace": match &h.trace {
-                    TraceVerdict::Kept => json!("kept"),
-                    TraceVerdict::Lost { new_trace, cause } => json!({
-                        "lost": {"new_trace_id": new_trace.to_string(), "cause": cause}
-                    }),
-                    TraceVerdict::Unseen => json!("unseen"),
-                },
-                "parent": match &h.parent {
-                    ParentVerdict::Kept => json!("kept"),
-                    ParentVerdict::Reparented { parent } => {
-                        json!({"reparented": parent.to_string()})
-                    }
-                    ParentVerdict::NotApplicable => Json::Null,
-                },
-                "flags": match &h.flags {
-                    FlagsVerdict::Kept(f) => json!({"kept": format!("{f:02x}")}),
-                    FlagsVerdict::Dropped { sent, received } => json!({
-                        "dropped": {"sent": format!("{sent:02x}"), "received": format!("{received:02x}")}
-                    }),
-                    FlagsVerdict::NotReported => json!("not reported"),
-                    FlagsVerdict::NotApplicable => Json::Null,
-                },
-                "tracestate": match &h.trace_state {
-                    TraceStateVerdict::Kept => json!("kept"),
-                    TraceStateVerdict::Added { keys } => json!({"added": keys}),
-                    TraceStateVerdict::Dropped { keys } => json!({"dropped": keys}),
-                    TraceStateVerdict::NotApplicable => Json::Null,
-                },
-                "baggage": match &h.baggage {
-                    BaggageVerdict::Kept => json!("kept"),
-                    BaggageVerdict::Dropped { keys } => json!({"dropped": keys}),
-                    BaggageVerdict::NotObservable => json!("not observable"),
-                    BaggageVerdict::NotApplicable => Json::Null,
-                },
-                "broken": h.broken(),
-            })).collect::<Vec<_>>(),
-        })
-    }
-}
-
-/// One hop's verdicts in words: `trace kept, parent kept, flags 03 kept, ...`.
-fn hop_summary(hop: &Hop) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    match &hop.trace {
-        TraceVerdict::Kept => parts.push("trace kept".into()),
-        TraceVerdict::Lost { new_trace, cause } => {
-            let mut lost = format!("TRACE LOST: {} started trace {new_trace}", hop.to.as_deref().unwrap_or("?"));
-            if let Some(cause) = cause {
-                let _ = write!(lost, " ({})", new_root_cause(cause));
-            }
-            parts.push(lost);
-        }
-        TraceVerdict::Unseen => parts.push(
-            "not seen: no span of the receiving side arrived (not instrumented, or not exporting here)"
-                .into(),
-        ),
-    }
-    match &hop.parent {
-        ParentVerdict::Kept => parts.push("parent kept".into()),
-        ParentVerdict::Reparented { parent } => parts.push(format!(
-            "PARENT CHANGED to span {parent} that nobody exported (an unreported hop in between: a proxy or an uninstrumented service)"
-        )),
-        ParentVerdict::NotApplicable => {}
-    }
-    match &hop.flags {
-        FlagsVerdict::Kept(f) => parts.push(format!("flags {f:02x} kept")),
-        FlagsVerdict::Dropped { sent, received } => {
-            parts.push(format!(
-                "FLAGS DROPPED ({sent:02x} sent, {received:02x} received)"
-            ));
-        }
-        FlagsVerdict::NotReported => parts.push("flags not reported".into()),
-        FlagsVerdict::NotApplicable => {}
-    }
-    match &hop.trace_state {
-        TraceStateVerdict::Kept => parts.push("tracestate kept".into()),
-        TraceStateVerdict::Added { keys } => {
-            parts.push(format!(
-                "tracestate kept ({} added at the front)",
-                keys.join(", ")
-            ));
-        }
-        TraceStateVerdict::Dropped { keys } => {
-            parts.push(format!("TRACESTATE DROPPED ({})", keys.join(", ")));
-        }
-        TraceStateVerdict::NotApplicable => {}
-    }
-    match &hop.baggage {
-        BaggageVerdict::Kept => parts.push("baggage kept".into()),
-        BaggageVerdict::Dropped { keys } => {
-            parts.push(format!("BAGGAGE DROPPED ({})", keys.join(", ")));
-        }
-        BaggageVerdict::NotObservable => parts.push("baggage not observable".into()),
-        BaggageVerdict::NotApplicable => {}
-    }
-    parts.join(", ")
-}
-
-/// `lens.trace.new_root` in words.
-fn new_root_cause(cause: &str) -> String {
-    match cause {
-        "none" => "it received no traceparent".to_owned(),
-        other => format!("lens.trace.new_root = {other}"),
-    }
 }
 
 /// Whether `span` received its context from another process: a SERVER or CONSUMER span whose
@@ -606,22 +416,12 @@ fn reported_flags(span: &Span) -> Option<u8> {
     (flags & 0x01 != 0).then_some(flags)
 }
 
-/// A `tracestate` value's entries, `(key, value)` in order.
-fn entries(trace_state: &str) -> Vec<(&str, &str)> {
-    trace_state
-        .split(',')
-        .map(str::trim)
-        .filter(|m| !m.is_empty())
-        .filter_map(|m| m.split_once('='))
-        .collect()
-}
-
 fn compare_trace_state(sent: &str, received: &str) -> TraceStateVerdict {
-    let sent = entries(sent);
+    let sent: Vec<(&str, &str)> = trace_state_entries(sent).collect();
     if sent.is_empty() {
         return TraceStateVerdict::NotApplicable;
     }
-    let received = entries(received);
+    let received: Vec<(&str, &str)> = trace_state_entries(received).collect();
     let missing: Vec<String> = sent
         .iter()
         .filter(|(k, _)| !received.iter().any(|(r, _)| r == k))
@@ -647,13 +447,8 @@ fn compare_baggage(sent: &[String], receiver: &Span) -> BaggageVerdict {
     if sent.is_empty() {
         return BaggageVerdict::NotApplicable;
     }
-    let Some(listed) = receiver.attribute(BAGGAGE_KEYS) else {
+    let Some(keys) = baggage_keys(receiver) else {
         return BaggageVerdict::NotObservable;
-    };
-    let keys: Vec<&str> = match listed {
-        Value::Array(values) => values.iter().filter_map(Value::as_str).collect(),
-        Value::String(s) => s.split(',').map(str::trim).collect(),
-        _ => return BaggageVerdict::NotObservable,
     };
     let missing: Vec<String> = sent
         .iter()
@@ -810,6 +605,8 @@ fn trace_hops(
     ordered.sort_by_key(|(at, _)| *at);
     ordered.into_iter().map(|(_, hop)| hop).collect()
 }
+
+mod report;
 
 #[cfg(test)]
 mod tests;

@@ -155,7 +155,7 @@ pub(super) fn int(span: &Span, keys: &[&str]) -> Option<u16> {
 }
 
 /// `scheme://host[:port]/path?query` to (host, port, path); the default port for the scheme.
-pub(super) fn split_url(url: &str) -> Option<(String, Option<u16>, String)> {
+pub(crate) fn split_url(url: &str) -> Option<(String, Option<u16>, String)> {
     let (scheme, rest) = url.split_once("://")?;
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(end);

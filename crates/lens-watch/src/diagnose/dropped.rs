@@ -28,11 +28,22 @@ fn remote_hop(parent: &Span, child: &Span) -> bool {
 
 /// The keys a span recorded in [`BAGGAGE_KEYS_ATTRIBUTE`]; `None` when it did not record them
 /// (no attribute, or not an array of strings).
-fn baggage_keys(span: &Span) -> Option<Vec<&str>> {
+pub(crate) fn baggage_keys(span: &Span) -> Option<Vec<&str>> {
     match span.attribute(BAGGAGE_KEYS_ATTRIBUTE)? {
         Value::Array(items) => items.iter().map(Value::as_str).collect(),
         _ => None,
     }
+}
+
+/// A `tracestate` value's members, `(key, value)` in order (empty members and members without
+/// `=` left out).
+pub(crate) fn trace_state_entries(value: &str) -> impl Iterator<Item = (&str, &str)> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter_map(|member| member.split_once('='))
+        .map(|(key, value)| (key.trim(), value.trim()))
+        .filter(|(key, _)| !key.is_empty())
 }
 
 /// `keys` for a message: the first [`MAX_NAMED_KEYS`], then how many more.
@@ -86,12 +97,8 @@ impl Doctor {
             && child.trace_state.is_empty()
             && self.trace_state_services.contains(child.service())
         {
-            let keys = parent
-                .trace_state
-                .split(',')
-                .filter_map(|member| member.split('=').next())
-                .map(str::trim)
-                .filter(|key| !key.is_empty())
+            let keys = trace_state_entries(&parent.trace_state)
+                .map(|(key, _)| key)
                 .collect::<Vec<_>>();
             findings.push(finding(
                 Rule::TracestateDropped,

@@ -25,7 +25,9 @@ mod rules;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
+pub(crate) use conventions::split_url;
 pub use dropped::BAGGAGE_KEYS_ATTRIBUTE;
+pub(crate) use dropped::{baggage_keys, trace_state_entries};
 pub use finding::{DOC_BASE, Finding, FindingCounts, Painted, Rule, Severity};
 pub use new_root::{NEW_ROOT_ATTRIBUTE, NewRootCause};
 

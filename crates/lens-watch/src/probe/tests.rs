@@ -7,6 +7,7 @@ use crate::decode::Batch;
 use crate::diagnose::BAGGAGE_KEYS_ATTRIBUTE as BAGGAGE_KEYS;
 use crate::session::SessionConfig;
 use crate::testing::span_at;
+use serde_json::json;
 
 const T0: u64 = 1_700_000_000_000_000_000;
 
@@ -296,15 +297,4 @@ fn a_service_that_exports_nothing_is_unseen_never_guessed() {
     let mut text = String::new();
     r.text(&mut text);
     assert!(text.contains("lens probe -> ? (http): not seen"), "{text}");
-}
-
-#[test]
-fn urls_give_the_host_and_port_the_client_called() {
-    assert_eq!(authority("http://h:81/x"), Some(("h".into(), 81)));
-    assert_eq!(authority("https://h/x?y"), Some(("h".into(), 443)));
-    assert_eq!(authority("http://[::1]:9/"), Some(("::1".into(), 9)));
-    assert_eq!(authority("http://u@h"), Some(("h".into(), 80)));
-    for bad in ["h:81", "http://", "http://h:x/"] {
-        assert_eq!(authority(bad), None, "{bad}");
-    }
 }
