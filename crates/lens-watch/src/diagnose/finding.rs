@@ -366,7 +366,11 @@ and {} started trace {} for a message from the same destination; {why}",
 /// one; `untrusted-ignored` where the consumer's policy ignored the context; for several,
 /// `lost-context` listing them where the consumer says it found no (valid) context, else
 /// `ambiguous-producer`.
-pub(super) fn lost_message(producers: &[&Candidate], count: usize, consumer: &Candidate) -> Finding {
+pub(super) fn lost_message(
+    producers: &[&Candidate],
+    count: usize,
+    consumer: &Candidate,
+) -> Finding {
     let ignored = consumer.cause == Some(NewRootCause::UntrustedIgnored);
     if let ([producer], 1, false) = (producers, count, ignored) {
         return lost_message_context(producer, consumer);

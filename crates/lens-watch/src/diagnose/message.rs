@@ -68,7 +68,8 @@ impl Message {
         if let Some(id) = scalar(span, MESSAGE_ID) {
             ids.push(format!("m:{id}"));
         }
-        if let (Some(stream), Some(sequence)) = (scalar(span, STREAM), scalar(span, STREAM_SEQUENCE))
+        if let (Some(stream), Some(sequence)) =
+            (scalar(span, STREAM), scalar(span, STREAM_SEQUENCE))
         {
             ids.push(format!("s:{stream}/{sequence}"));
         }

@@ -240,8 +240,7 @@ exported twice, or a span id generator that repeats",
         self.roots.prune(max, oldest);
         self.producers.prune(max, oldest);
         self.consumer_roots.prune(max, oldest);
-        self.queue
-            .prune(&self.producers, &self.consumer_roots, max);
+        self.queue.prune(&self.producers, &self.consumer_roots, max);
         while self.pending_order.len() > max {
             if let Some(id) = self.pending_order.pop_front() {
                 self.pending_links.remove(&id);

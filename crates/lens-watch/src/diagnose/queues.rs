@@ -37,6 +37,9 @@ use crate::model::{Span, SpanId, SpanKind};
 /// Where a candidate is held in its [`Side`]: (start, sequence number).
 type At = (u64, u64);
 
+/// A consumer root that linked to a span: its service, and where it waits (when it does).
+type Linker = (Arc<str>, Option<(HopKey, At)>);
+
 /// The most candidate producers a finding lists (and counts past).
 const MAX_LISTED: usize = 8;
 
@@ -51,7 +54,7 @@ pub(super) struct QueueIndex {
     root_ids: HashMap<(HopKey, String), At>,
     /// A linked span id -> the services of the consumer roots that linked to it, with where
     /// each root waits (when it does); oldest first for the bound.
-    linked: HashMap<SpanId, Vec<(Arc<str>, Option<(HopKey, At)>)>>,
+    linked: HashMap<SpanId, Vec<Linker>>,
     linked_order: VecDeque<SpanId>,
 }
 
@@ -269,7 +272,8 @@ impl Doctor {
             self.seq += 1;
             let at = (root.start, self.seq);
             for link in &links {
-                self.queue.link(*link, &root.service, Some((key.clone(), at)));
+                self.queue
+                    .link(*link, &root.service, Some((key.clone(), at)));
             }
             for id in &facts(&root).ids {
                 self.queue.root_ids.insert((key.clone(), id.clone()), at);
@@ -340,6 +344,8 @@ impl Doctor {
                 _ => {}
             }
         }
+        // In the order they were sent.
+        found.reverse();
         found
     }
 
