@@ -431,3 +431,69 @@ fn a_consumer_under_spans_of_its_own_service_started_its_trace() {
     ];
     either_order(&[send(A, &[]), served[0].clone(), served[1].clone()], &[]);
 }
+
+/// `service`'s RabbitMQ span of `kind` in `trace` (the root) at `start` µs, destination under
+/// `key`.
+fn rabbit(
+    service: &str,
+    trace: &str,
+    kind: u8,
+    start: u64,
+    key: &str,
+    destination: &str,
+) -> String {
+    export(
+        service,
+        vec![span(
+            trace,
+            (if kind == PRODUCER { 2 } else { 7 }, 0),
+            kind,
+            start,
+            &[("messaging.system", s("rabbitmq")), (key, s(destination))],
+            &[],
+        )],
+    )
+}
+
+#[test]
+fn rabbitmq_producer_and_consumer_names_pair_in_every_form() {
+    const NAME: &str = "messaging.destination.name";
+    const OLD: &str = "messaging.destination";
+    for (producer, consumer) in [
+        // Conventions 1.26 and later: `{exchange}:{routing key}`, `{exchange}:{routing key}:{queue}`.
+        ((NAME, "jobs:rollout"), (NAME, "jobs:rollout:rollout-q")),
+        // The default exchange: the routing key, and the queue (equal to it) once.
+        ((NAME, "rollout-q"), (NAME, "rollout-q")),
+        // pika: the exchange (or the routing key) on both sides.
+        ((OLD, "jobs"), (OLD, "jobs")),
+        // aio-pika: `{exchange},{routing key}`, consumed as the exchange; on the default exchange
+        // `,{routing key}`, consumed as the routing key.
+        ((OLD, "jobs,rollout"), (OLD, "jobs")),
+        ((OLD, ",rollout-q"), (OLD, "rollout-q")),
+        // Across instrumentations: aio-pika publishing, a 1.26 consumer.
+        ((OLD, "jobs,rollout"), (NAME, "jobs:rollout:rollout-q")),
+    ] {
+        let lines = [
+            rabbit("trainer", A, PRODUCER, 5_000, producer.0, producer.1),
+            rabbit("rollout-worker", B, CONSUMER, 6_000, consumer.0, consumer.1),
+        ];
+        assert_eq!(
+            rules(&check(&lines)),
+            ["lost-context"],
+            "{producer:?} {consumer:?}"
+        );
+    }
+    // Near miss: another exchange.
+    let lines = [
+        rabbit("trainer", A, PRODUCER, 5_000, NAME, "jobs:rollout"),
+        rabbit(
+            "rollout-worker",
+            B,
+            CONSUMER,
+            6_000,
+            NAME,
+            "audit:rollout:rollout-q",
+        ),
+    ];
+    assert_eq!(check(&lines), []);
+}
