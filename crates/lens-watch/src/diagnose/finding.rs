@@ -349,14 +349,14 @@ pub(super) fn lost_message_context(producer: &Candidate, consumer: &Candidate) -
         producer,
         consumer,
         format!(
-            "context lost on {} -> {} over a queue: producer span {} (trace {}) has no consumer, \
-and {} started trace {} for a message from the same destination; {why}",
+            "context lost on {} -> {} over a queue: {} started trace {} for a message that \
+producer span {} (trace {}) sent to the same destination; {why}",
             producer.service,
             consumer.service,
-            producer.span_id,
-            producer.trace_id,
             consumer.service,
-            consumer.trace_id
+            consumer.trace_id,
+            producer.span_id,
+            producer.trace_id
         ),
     )
 }
