@@ -497,3 +497,21 @@ fn rabbitmq_producer_and_consumer_names_pair_in_every_form() {
     ];
     assert_eq!(check(&lines), []);
 }
+
+#[test]
+fn a_producer_span_that_wraps_another_is_one_send() {
+    // pika records BlockingChannel.basic_publish and, under it, Channel.basic_publish: two
+    // PRODUCER spans of one message. One candidate, not two.
+    let nested = export(
+        "trainer",
+        vec![
+            span(A, (1, 0), PRODUCER, 5_000, &nats(&[]), &[]),
+            span(A, (2, 1), PRODUCER, 5_100, &nats(&[]), &[]),
+        ],
+    );
+    let found = either_order(
+        &[nested, root("rollout-worker", B, 6_000, &[])],
+        &["lost-context"],
+    );
+    assert_eq!(found[0].span_ids[0], SpanId(2u64.to_be_bytes()));
+}

@@ -186,7 +186,23 @@ exported twice, or a span id generator that repeats",
                 })
                 .collect();
             consumed.sort_unstable();
-            for span in spans.iter().filter(|s| s.kind == SpanKind::Producer) {
+            // A PRODUCER span with a PRODUCER child of its service wraps the send (pika's
+            // BlockingChannel.basic_publish around Channel.basic_publish): the child stands
+            // for the message.
+            let mut wrappers: Vec<SpanId> = spans
+                .iter()
+                .filter(|child| child.kind == SpanKind::Producer)
+                .filter_map(|child| {
+                    let parent = by_id.get(child.parent_span_id?)?;
+                    (parent.kind == SpanKind::Producer
+                        && parent.resource.service == child.resource.service)
+                        .then_some(parent.span_id)
+                })
+                .collect();
+            wrappers.sort_unstable();
+            for span in spans.iter().filter(|s| {
+                s.kind == SpanKind::Producer && wrappers.binary_search(&s.span_id).is_err()
+            }) {
                 let from = consumed.partition_point(|(id, _)| *id < span.span_id);
                 let services: Vec<Arc<str>> = consumed[from..]
                     .iter()
