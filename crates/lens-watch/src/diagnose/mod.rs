@@ -56,8 +56,12 @@ pub struct DoctorConfig {
     pub max_candidates: usize,
     /// How long (in span time) a candidate waits for its other side (default 60 s).
     pub candidate_horizon_nanos: u64,
-    /// How long after a message is sent its consumer's new trace may start and still be taken
-    /// for the message's lost hop (default 2 s, `lens watch`'s quiet window).
+    /// The pairing window over a queue: how long after a message is sent a consumer's new
+    /// trace may start and still be taken for the message's lost hop, where the two sides
+    /// record no message id in common (default 2 s, `lens watch`'s quiet window). A consumer
+    /// whose message id (JetStream stream sequence, Kafka partition and offset) is the
+    /// producer's pairs at any time within [`DoctorConfig::candidate_horizon_nanos`]
+    /// (docs/doctor.md#over-a-queue).
     pub queue_window_nanos: u64,
 }
 
