@@ -515,3 +515,31 @@ fn a_producer_span_that_wraps_another_is_one_send() {
     );
     assert_eq!(found[0].span_ids[0], SpanId(2u64.to_be_bytes()));
 }
+
+#[test]
+fn an_ambiguous_finding_lists_eight_candidates_and_says_there_are_more() {
+    // Twelve producers to one destination in the window, then one consumer root.
+    let mut lines: Vec<String> = (0..12u64)
+        .map(|n| {
+            export(
+                "scheduler",
+                vec![span(
+                    &format!("{:032x}", n + 100),
+                    (2, 0),
+                    PRODUCER,
+                    5_000 + n * 10,
+                    &nats(&[]),
+                    &[],
+                )],
+            )
+        })
+        .collect();
+    lines.push(root("rollout-worker", B, 6_000, &[]));
+    let found = check(&lines);
+    assert_eq!(rules(&found), ["ambiguous-producer"]);
+    let f = &found[0];
+    // Eight producers and the consumer.
+    assert_eq!(f.span_ids.len(), 9);
+    assert!(f.message.contains("more than 8 producers"), "{}", f.message);
+    assert!(f.message.contains(", more;"), "{}", f.message);
+}

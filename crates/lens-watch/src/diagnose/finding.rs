@@ -379,9 +379,12 @@ pub(super) fn lost_message(
         .iter()
         .map(|p| format!("span {} (trace {}) in {}", p.span_id, p.trace_id, p.service))
         .collect();
-    if count > producers.len() {
+    let how_many = if count > producers.len() {
         listed.push("more".to_owned());
-    }
+        format!("more than {}", producers.len())
+    } else {
+        count.to_string()
+    };
     let listed = listed.join(", ");
     let mut from: Vec<String> = Vec::new();
     for p in producers {
@@ -421,7 +424,7 @@ the trace (docs/propagation-rules.md#trust)",
             },
             format!(
                 "context {} over a queue: {} started trace {} for a message from a \
-destination that {count} producers sent to in the same window without message ids: {listed}; \
+destination that {how_many} producers sent to in the same window without message ids: {listed}; \
 {why}",
                 if certain { "lost" } else { "likely lost" },
                 consumer.service,

@@ -43,6 +43,10 @@ type Linker = (Arc<str>, Option<(HopKey, At)>);
 /// The most candidate producers a finding lists (and counts past).
 const MAX_LISTED: usize = 8;
 
+/// The most producers of a destination a consumer root's pairing examines, nearest first (a
+/// busy destination's window holds every message sent in it, consumed or not).
+const MAX_SCANNED: usize = 4096;
+
 /// What finds a held candidate of a queue hop without a scan: a producer by its span id (a
 /// consumer's link to it), either side by a message id; and the consumers that linked to a
 /// producer not yet received. Entries of candidates no longer held are skipped when read, and
@@ -213,6 +217,7 @@ impl Doctor {
             }
             let mut all = vec![&producer];
             all.extend(others.iter().filter_map(|at| self.producer_at(&key, *at)));
+            all.truncate(MAX_LISTED);
             findings.push(lost_message(&all, others.len() + 1, &root));
         }
         self.seq += 1;
@@ -294,6 +299,7 @@ impl Doctor {
         let all: Vec<&Candidate> = candidates
             .iter()
             .filter_map(|at| self.producer_at(&key, *at))
+            .take(MAX_LISTED)
             .collect();
         findings.push(lost_message(&all, candidates.len(), &root));
     }
@@ -337,11 +343,15 @@ impl Doctor {
         for (at, p) in producers
             .range((from, 0)..=(root.start.saturating_add(tolerance), u64::MAX))
             .rev()
+            .take(MAX_SCANNED)
         {
             match fits(p, root, tolerance, window) {
                 Some(true) => return vec![*at],
-                Some(false) if found.len() <= MAX_LISTED => found.push(*at),
-                _ => {}
+                Some(false) => found.push(*at),
+                None => {}
+            }
+            if found.len() > MAX_LISTED {
+                break;
             }
         }
         // In the order they were sent.
