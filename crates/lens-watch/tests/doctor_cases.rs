@@ -1,6 +1,6 @@
-//! The doctor on case files of what messaging instrumentations write (Kafka, celery) (tests/cases/messaging/:
-//! each file says what it records, from which code, and the findings `lens check` must give),
-//! in both orders of completion.
+//! The doctor on case files of what messaging instrumentations write (Kafka, celery;
+//! tests/cases/messaging/: each file says what it records, from which code, and the findings
+//! `lens check` must give), in both orders of completion.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;
