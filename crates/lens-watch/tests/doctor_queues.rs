@@ -543,3 +543,18 @@ fn an_ambiguous_finding_lists_eight_candidates_and_says_there_are_more() {
     assert!(f.message.contains("more than 8 producers"), "{}", f.message);
     assert!(f.message.contains(", more;"), "{}", f.message);
 }
+
+#[test]
+fn a_consumer_span_inside_another_of_the_message_is_one_consumer() {
+    // A CONSUMER span with the destination, and inside it another (a framework's and the
+    // user's): one lost hop, the outer span's.
+    let nested = export(
+        "rollout-worker",
+        vec![
+            span(B, (7, 0), CONSUMER, 6_000, &nats(&[]), &[]),
+            span(B, (8, 7), CONSUMER, 6_100, &nats(&[]), &[]),
+        ],
+    );
+    let found = either_order(&[send(A, &[]), nested], &["lost-context"]);
+    assert_eq!(found[0].span_ids[1], SpanId(7u64.to_be_bytes()));
+}

@@ -136,8 +136,9 @@ fn fits(producer: &Candidate, consumer: &Candidate, tolerance: u64, window: u64)
 }
 
 /// Whether the CONSUMER `span` starts its trace's part in its service: the root, or under
-/// spans of its own service only, none a PRODUCER and none with a remote parent (walked up to
-/// the root; `false` where a parent is missing).
+/// spans of its own service only, none a PRODUCER, none a CONSUMER with a destination (the
+/// outer one stands for the message) and none with a remote parent (walked up to the root;
+/// `false` where a parent is missing).
 pub(super) fn starts_trace<'a>(
     span: &'a Span,
     parent_of: impl Fn(SpanId) -> Option<&'a Span>,
@@ -152,8 +153,10 @@ pub(super) fn starts_trace<'a>(
             return false;
         }
         match parent_of(parent) {
+            // Under a CONSUMER span of the message (a destination): that one stands for it.
             Some(p)
                 if p.kind != SpanKind::Producer
+                    && !(p.kind == SpanKind::Consumer && message::destination(p).is_some())
                     && p.resource.service == span.resource.service
                     && p.span_id != at.span_id =>
             {
