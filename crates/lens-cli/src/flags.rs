@@ -87,6 +87,37 @@ impl Bounds {
     }
 }
 
+/// The doctor's options, the same for `lens watch` and `lens check`.
+#[derive(Clone, Copy, Debug, clap::Args)]
+pub(crate) struct DoctorFlags {
+    /// The doctor's pairing window over a queue, in seconds: how long after a message is sent a
+    /// consumer's new trace may start and still be taken for its lost hop, where the two sides
+    /// record no message id in common (default 2; docs/doctor.md#over-a-queue)
+    #[arg(long, value_name = "SECONDS", value_parser = queue_window)]
+    queue_window: Option<u64>,
+}
+
+impl DoctorFlags {
+    /// Sets what was given on the doctor's configuration.
+    pub(crate) fn apply(self, config: &mut lens_watch::diagnose::DoctorConfig) {
+        if let Some(window) = self.queue_window {
+            config.queue_window_nanos = window;
+        }
+    }
+}
+
+/// `--queue-window`: seconds in (0, 3600], as nanoseconds.
+fn queue_window(value: &str) -> Result<u64, String> {
+    match value.parse::<f64>() {
+        // In range, the product is at most 3.6e12: it fits a u64.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        Ok(seconds) if seconds > 0.0 && seconds <= 3600.0 => Ok((seconds * 1e9) as u64),
+        _ => Err(format!(
+            "'{value}' is not a pairing window: seconds, more than 0 and at most 3600"
+        )),
+    }
+}
+
 /// Writes `out` to standard output (and flushes it). A reader that has gone (a closed pipe, as
 /// with `lens check x | head`) is no error: `Ok(false)`, nothing more is to be written and the
 /// command ends quietly with its own status. Any other failure is said, and is exit 2.

@@ -389,3 +389,34 @@ fn the_queue_window_is_an_option_of_lens_check() {
         cli_support::assert_usage_error(&run, &["check", "--queue-window", bad]);
     }
 }
+
+#[test]
+fn the_queue_window_is_an_option_of_lens_watch_too() {
+    // The same hop 5 s apart, loaded into `lens watch`: a finding only with the wider window.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("lens-doctor-queue-window");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("queue.jsonl");
+    std::fs::write(&file, queue_hop(5_000)).unwrap();
+    let file = file.to_str().unwrap();
+    let lines_of = |extra: &[&str]| {
+        let mut args = vec!["--json", "--load", file];
+        args.extend_from_slice(extra);
+        let watch = Watch::start(&args);
+        // Both traces shown: the doctor has judged the second one.
+        let shown: Vec<String> = (0..2).map(|_| watch.next_stdout()).collect();
+        let stopped = watch.stop("INT");
+        assert!(stopped.status.success(), "{:?}", stopped.stderr);
+        shown.into_iter().chain(stopped.stdout).collect::<Vec<_>>()
+    };
+    let finds = |lines: &[String]| {
+        lines
+            .iter()
+            .any(|l| l.contains("\"finding\":\"lost-context\""))
+    };
+    let default = lines_of(&[]);
+    assert!(!finds(&default), "{default:?}");
+    let wide = lines_of(&["--queue-window", "10"]);
+    assert!(finds(&wide), "{wide:?}");
+    let run = cli_support::lens(&["watch", "--queue-window", "0"]);
+    cli_support::assert_usage_error(&run, &["watch", "--queue-window", "0"]);
+}

@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 
 use crate::cli::{runtime, usage_error};
 use crate::files::{self, Source};
-use crate::flags::{Bounds, ColourFlag, JsonFlag, bind_receiver};
+use crate::flags::{Bounds, ColourFlag, DoctorFlags, JsonFlag, bind_receiver};
 use crate::hops::HOP_NAMES;
 use stop::{Signals, stop_at_once};
 use terminal::Terminal;
@@ -99,6 +99,9 @@ pub(crate) struct Args {
     /// Seconds without a new span after which a trace is complete (a late span reopens it)
     #[arg(long, value_name = "S", default_value = "2", value_parser = seconds)]
     quiet_for: Duration,
+
+    #[command(flatten)]
+    doctor: DoctorFlags,
 
     #[command(flatten)]
     bounds: Bounds,
@@ -264,6 +267,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
     config.quiet = args.quiet;
     config.hop_names = HOP_NAMES;
     config.max_logs = args.max_logs;
+    args.doctor.apply(&mut config.doctor);
     let shown = Shown {
         output,
         logs: args.logs,
