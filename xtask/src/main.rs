@@ -219,6 +219,31 @@ const OPTIONAL_STEPS: &[OptionalStep] = &[
         },
     },
     MPI_TEST,
+    // lens-zmq, feature zmq: zmq-sys builds libzmq 4.3 from source (a C++ compiler).
+    OptionalStep {
+        name: "lens-zmq clippy (feature zmq)",
+        requires: || requirements::on_path("c++"),
+        install: "g++",
+        command: || {
+            cargo(&[
+                "clippy",
+                "-p",
+                "lens-zmq",
+                "--features",
+                "zmq",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ])
+        },
+    },
+    OptionalStep {
+        name: "lens-zmq tests (feature zmq: PUSH/PULL, PUB/SUB, DEALER/ROUTER over inproc, ipc, tcp)",
+        requires: || requirements::on_path("c++"),
+        install: "g++",
+        command: || cargo(&["test", "-p", "lens-zmq", "--features", "zmq"]),
+    },
 ];
 
 /// Debian packages lens-dist's MPI feature needs (bindgen needs libclang).

@@ -1,1 +1,2 @@
+//! Placeholder until the carriers bench lands.
 fn main() {}
