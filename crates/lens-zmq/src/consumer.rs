@@ -19,12 +19,12 @@ use crate::{MessageInfo, SYSTEM, Zmq};
 /// ```
 /// use lens_zmq::{Consumer, Producer};
 ///
+/// let (producer, consumer) = (Producer::new(), Consumer::new());
 /// let mut frames = vec![b"payload".to_vec()];
-/// let sending = Producer::new().send_frames("engine.requests", &mut frames);
-/// drop(sending);
+/// producer.send_frames("engine.requests", &mut frames).end();
 ///
 /// // The receiving end: the context frame taken off, the rest as sent.
-/// let processing = Consumer::new().process_frames("engine.requests", &mut frames);
+/// let processing = consumer.process_frames("engine.requests", &mut frames);
 /// assert_eq!(frames, [b"payload".to_vec()]);
 /// processing.in_scope(|| { /* work in the `process engine.requests` span */ });
 /// ```

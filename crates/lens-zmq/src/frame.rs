@@ -37,8 +37,12 @@ pub fn is_context_frame(frame: &[u8]) -> bool {
 /// assert_eq!(&frame[10..], br#"{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}"#);
 /// ```
 pub fn context_frame(carrier: &Carrier) -> Vec<u8> {
-    // Sized for the usual traceparent-only carrier: one allocation.
-    let mut frame = Vec::with_capacity(CONTEXT_FRAME_MARKER.len() + 80);
+    // Sized for the JSON without escapes (`{}`, per key `"k": "v", `): one allocation, usually.
+    let json: usize = carrier
+        .iter()
+        .map(|(k, lines)| k.len() + 8 + lines.iter().map(|l| l.len() + 4).sum::<usize>())
+        .sum();
+    let mut frame = Vec::with_capacity(CONTEXT_FRAME_MARKER.len() + 2 + json);
     frame.extend_from_slice(CONTEXT_FRAME_MARKER);
     carrier.write_json(&mut frame);
     frame

@@ -18,7 +18,8 @@
 //!     trace_headers: CarrierField,
 //! }
 //!
-//! let producer = Producer::new();
+//! // Built once per socket (they hold the tracer, the policies, the hooks).
+//! let (producer, consumer) = (Producer::new(), Consumer::new());
 //! let sending = producer.start_send("engine.requests", None);
 //! let request = EngineCoreRequest {
 //!     request_id: "r1".into(),
@@ -31,16 +32,15 @@
 //!
 //! // The engine: decoding never fails on what `trace_headers` holds.
 //! let request: EngineCoreRequest = rmp_serde::from_slice(&bytes)?;
-//! let processing = Consumer::new().process_field("engine.requests", &request.trace_headers, Some(bytes.len()));
+//! let processing = consumer.process_field("engine.requests", &request.trace_headers, Some(bytes.len()));
 //! processing.in_scope(|| { /* schedule request.request_id */ });
 //!
 //! // The frame: the context as the last frame of a multipart message.
 //! let mut frames = vec![b"payload".to_vec()];
-//! let sending = producer.send_frames("engine.outputs", &mut frames);
-//! drop(sending);
-//! let processing = Consumer::new().process_frames("engine.outputs", &mut frames);
+//! producer.send_frames("engine.outputs", &mut frames).end();
+//! let processing = consumer.process_frames("engine.outputs", &mut frames);
 //! assert_eq!(frames, [b"payload".to_vec()]);
-//! # drop(processing);
+//! processing.end();
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!

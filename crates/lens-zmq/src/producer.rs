@@ -167,7 +167,7 @@ impl Sending<'_> {
     /// The message's context as a carrier field (vLLM's `trace_headers`): the carrier
     /// [`Sending::inject_into`] writes.
     pub fn carrier_field(&self) -> CarrierField {
-        let mut carrier = Carrier::with_capacity(1);
+        let mut carrier = Carrier::with_capacity(3);
         self.inject_into(&mut carrier);
         CarrierField::Carrier(carrier)
     }
@@ -175,7 +175,8 @@ impl Sending<'_> {
     /// The message's context as a context frame ([`crate::frame`]), to send as the message's
     /// last frame.
     pub fn context_frame(&self) -> Vec<u8> {
-        let mut carrier = Carrier::with_capacity(1);
+        // traceparent, tracestate, baggage: room for all three, one allocation.
+        let mut carrier = Carrier::with_capacity(3);
         self.inject_into(&mut carrier);
         crate::frame::context_frame(&carrier)
     }

@@ -15,8 +15,9 @@ impl Producer {
     /// let push = ctx.socket(zmq::PUSH)?;
     /// push.connect("inproc://doc-send")?;
     ///
-    /// lens_zmq::Producer::new().send_multipart(&push, "jobs", vec![b"job 1".to_vec()], 0)?;
-    /// let received = lens_zmq::Consumer::new().recv_multipart(&pull, "jobs", 0)?;
+    /// let (producer, consumer) = (lens_zmq::Producer::new(), lens_zmq::Consumer::new());
+    /// producer.send_multipart(&push, "jobs", vec![b"job 1".to_vec()], 0)?;
+    /// let received = consumer.recv_multipart(&pull, "jobs", 0)?;
     /// assert_eq!(received.frames, [b"job 1".to_vec()]);
     /// # Ok::<(), zmq::Error>(())
     /// ```

@@ -147,8 +147,10 @@ impl<'de> Deserialize<'de> for Text {
     }
 }
 
-/// A decoded value: its lines, ignored (another type), or not UTF-8.
+/// A decoded value: one line (no `Vec` of its own), its lines, ignored (another type), or not
+/// UTF-8.
 enum Value {
+    One(String),
     Lines(Vec<String>),
     Ignored,
     NotUtf8(usize),
@@ -164,11 +166,11 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::Lines(vec![v.to_owned()]))
+        Ok(Value::One(v.to_owned()))
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
-        Ok(Value::Lines(vec![v]))
+        Ok(Value::One(v))
     }
 
     fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Value, E> {
@@ -209,7 +211,8 @@ fn read_map<'de, A: MapAccess<'de>>(
     mut map: A,
     limits: &Limits,
 ) -> Result<Result<Carrier, CarrierError>, A::Error> {
-    let mut slots: Vec<(String, Option<Vec<String>>)> = Vec::new();
+    let mut slots: Vec<(String, Option<Stored>)> =
+        Vec::with_capacity(map.size_hint().unwrap_or(0).min(INDEX_FROM));
     let mut index: Option<HashMap<String, usize>> = None;
     // The JSON encoding's size, strings unescaped: `{}`, then per member `"k": v` and `, `.
     let mut size = 2usize;
@@ -230,11 +233,16 @@ fn read_map<'de, A: MapAccess<'de>>(
         };
         size = size.saturating_add(key.len() + 6);
         let lines = match value {
+            Value::One(line) => {
+                size = size.saturating_add(line.len() + 4);
+                Some(Stored::One(line))
+            }
             Value::Lines(lines) => {
                 for line in &lines {
                     size = size.saturating_add(line.len() + 4);
                 }
-                Some(lines)
+                // An empty array is the same as no key.
+                (!lines.is_empty()).then(|| Stored::from_vec(lines))
             }
             Value::Ignored => None,
             Value::NotUtf8(offset) => {
@@ -278,11 +286,7 @@ fn read_map<'de, A: MapAccess<'de>>(
     }
     let entries = slots
         .into_iter()
-        .filter_map(|(k, lines)| {
-            lines
-                .filter(|l| !l.is_empty())
-                .map(|l| (k, Stored::from_vec(l)))
-        })
+        .filter_map(|(k, lines)| lines.map(|l| (k, l)))
         .collect();
     Ok(Ok(Carrier { entries }))
 }
