@@ -59,7 +59,7 @@ Runs, in order, stopping at the first failure (non-zero exit):
 const BENCH_HELP: &str = "\
 usage: cargo xtask bench [GROUP] [-- BENCH-ARGS...]
 
-GROUP is one of core, http, grpc, nccl, dist, nats, watch, all (default: all).
+GROUP is one of core, http, grpc, nccl, dist, nats, zmq, watch, all (default: all).
 Runs `cargo bench -p <crate> --bench <name>` for each suite of the group; arguments after `--`
 go to the benchmark binaries (e.g. `cargo xtask bench core -- --quick`).
 Criterion writes its results under <target-dir>/criterion/.";
@@ -476,6 +476,16 @@ const BENCH_GROUPS: &[(&str, &[BenchSuite])] = &[
         &[BenchSuite {
             package: "lens-nats",
             bench: "nats",
+            features: "",
+        }],
+    ),
+    (
+        "zmq",
+        // lens-zmq per message, frame and field, send and process, against the same by hand
+        // and lens-span's lifecycle alone (prints: thread CPU time, allocations; no socket).
+        &[BenchSuite {
+            package: "lens-zmq",
+            bench: "zmq_carriers",
             features: "",
         }],
     ),

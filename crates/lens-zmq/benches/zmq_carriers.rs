@@ -13,7 +13,12 @@
 //! * `hand`: the least code by hand (a span with no attributes; inject into / extract from a
 //!   `HashMap` through the global propagator; the frame made or read by hand);
 //! * `conv`: the same by hand with the span name and the attributes lens records
-//!   (`messaging.system`, operation name and type, destination, body size);
+//!   (`messaging.system`, operation name and type, destination, body size; the destination
+//!   known at run time, as a program has it: the name formatted, the attribute an owned copy);
+//! * `span` (receiving side only, a reference, not a target): the carrier read as lens-zmq reads
+//!   it, then lens-span's messaging lifecycle (`SpanOptions::start_process`) called directly:
+//!   the CONSUMER span every lens messaging adapter makes (lens-nats's too), which lens-zmq
+//!   adds nothing to;
 //! * `lens`: lens-zmq ([`lens_zmq::Producer::send_frames`], `Sending::carrier_field`,
 //!   [`lens_zmq::Consumer::process_frames`], `process_field`).
 //!
@@ -39,8 +44,10 @@ use std::time::Duration;
 use std::time::Instant;
 
 use lens_core::carrier::{Carrier, CarrierField};
+use lens_span::SpanOptions;
+use lens_span::messaging::{Operation, OperationType};
 use lens_zmq::frame::CONTEXT_FRAME_MARKER;
-use lens_zmq::{Consumer, Producer};
+use lens_zmq::{Consumer, ConsumerParent, DestinationPolicy, OperationStatus, Producer};
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind, TraceContextExt, TraceFlags, TraceId, TraceState, Tracer,
     TracerProvider as _,
@@ -126,19 +133,33 @@ struct HandRequest {
     trace_headers: Option<HashMap<String, String>>,
 }
 
+/// The destination as a program has it: known at run time.
+fn destination() -> &'static str {
+    black_box(DESTINATION)
+}
+
 fn conv_attributes(op: &'static str, size: usize) -> Vec<KeyValue> {
     vec![
         KeyValue::new("messaging.system", "zeromq"),
         KeyValue::new("messaging.operation.name", op),
         KeyValue::new("messaging.operation.type", op),
-        KeyValue::new("messaging.destination.name", DESTINATION),
+        KeyValue::new("messaging.destination.name", destination().to_owned()),
         KeyValue::new("messaging.message.body.size", size as i64),
     ]
 }
 
+/// The span name: the operation alone (`hand`), or `{operation} {destination}` (`conv`).
+fn span_name(op: &'static str, conv: bool) -> std::borrow::Cow<'static, str> {
+    if conv {
+        format!("{op} {}", destination()).into()
+    } else {
+        op.into()
+    }
+}
+
 /// A PRODUCER span by hand, current context as parent.
 fn hand_span(tracer: &SdkTracer, conv: bool, size: usize) -> Context {
-    let mut builder = tracer.span_builder(if conv { "send engine.requests" } else { "send" });
+    let mut builder = tracer.span_builder(span_name("send", conv));
     builder.span_kind = Some(SpanKind::Producer);
     if conv {
         builder.attributes = Some(conv_attributes("send", size));
@@ -218,6 +239,50 @@ fn hand_recv_field(tracer: &SdkTracer, conv: bool, bytes: &[u8]) {
     let _guard = cx.clone().attach();
     black_box(&request.request_id);
     cx.span().end();
+}
+
+/// lens-span's messaging lifecycle alone, as a reference: what every lens messaging adapter's
+/// CONSUMER span costs (lens-nats's too), the carrier read as lens-zmq reads it.
+struct Lifecycle;
+
+impl lens_span::Adapter for Lifecycle {
+    type Request<'a> = str;
+    type Response<'a> = ();
+    type Status = OperationStatus;
+}
+
+fn lifecycle_process(
+    options: &SpanOptions<Lifecycle, DestinationPolicy>,
+    field: &CarrierField,
+    size: usize,
+) {
+    let operation = Operation::new("zeromq", "process", OperationType::Process)
+        .with_destination(destination(), false)
+        .with_body_size(size);
+    let empty = Carrier::new();
+    let carrier = field.carrier().unwrap_or(&empty);
+    let span = options.start_process(
+        "",
+        &operation,
+        carrier,
+        ConsumerParent::Message,
+        &Context::current(),
+    );
+    span.in_scope(|| black_box(field));
+    span.end();
+}
+
+fn lifecycle_recv_frame(
+    options: &SpanOptions<Lifecycle, DestinationPolicy>,
+    mut frames: Vec<Vec<u8>>,
+) {
+    let field = lens_zmq::frame::take_context_frame(&mut frames, &lens_core::Limits::DEFAULT);
+    lifecycle_process(options, &field, frames[0].len());
+}
+
+fn lifecycle_recv_field(options: &SpanOptions<Lifecycle, DestinationPolicy>, bytes: &[u8]) {
+    let request: LensRequest = rmp_serde::from_slice(bytes).unwrap();
+    lifecycle_process(options, &request.trace_headers, bytes.len());
 }
 
 fn lens_send_frame(producer: &Producer) -> Vec<Vec<u8>> {
@@ -327,6 +392,8 @@ fn main() {
     let tracer = provider.tracer("bench");
     let producer = Producer::new().with_tracer(tracer.clone());
     let consumer = Consumer::new().with_tracer(tracer.clone());
+    let lifecycle: SpanOptions<Lifecycle, DestinationPolicy> =
+        SpanOptions::new(tracer.clone(), DestinationPolicy::default());
 
     // The sampled parent: an SDK span under a remote parent with tracestate and baggage.
     let remote = SpanContext::new(
@@ -426,6 +493,10 @@ fn main() {
                 Box::new(|| hand_recv_frame(&tracer, true, frames_hand.clone())),
             ),
             (
+                "span",
+                Box::new(|| lifecycle_recv_frame(&lifecycle, frames_lens.clone())),
+            ),
+            (
                 "lens",
                 Box::new(|| lens_recv_frame(&consumer, frames_lens.clone())),
             ),
@@ -441,6 +512,10 @@ fn main() {
             (
                 "conv",
                 Box::new(|| hand_recv_field(&tracer, true, &field_hand)),
+            ),
+            (
+                "span",
+                Box::new(|| lifecycle_recv_field(&lifecycle, &field_lens)),
             ),
             ("lens", Box::new(|| lens_recv_field(&consumer, &field_lens))),
         ],
