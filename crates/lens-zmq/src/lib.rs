@@ -108,3 +108,8 @@ impl lens_span::Adapter for Zmq {
     type Response<'a> = OperationStatus;
     type Status = OperationStatus;
 }
+
+/// docs/zeromq.md's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/zeromq.md")]
+mod zeromq_page {}
