@@ -59,7 +59,7 @@ Runs, in order, stopping at the first failure (non-zero exit):
 const BENCH_HELP: &str = "\
 usage: cargo xtask bench [GROUP] [-- BENCH-ARGS...]
 
-GROUP is one of core, http, grpc, nccl, dist, nats, watch, all (default: all).
+GROUP is one of core, http, grpc, nccl, dist, nats, zmq, watch, all (default: all).
 Runs `cargo bench -p <crate> --bench <name>` for each suite of the group; arguments after `--`
 go to the benchmark binaries (e.g. `cargo xtask bench core -- --quick`).
 Criterion writes its results under <target-dir>/criterion/.";
@@ -219,6 +219,31 @@ const OPTIONAL_STEPS: &[OptionalStep] = &[
         },
     },
     MPI_TEST,
+    // lens-zmq, feature zmq: zmq-sys builds libzmq 4.3 from source (a C++ compiler).
+    OptionalStep {
+        name: "lens-zmq clippy (feature zmq)",
+        requires: || requirements::on_path("c++"),
+        install: "g++",
+        command: || {
+            cargo(&[
+                "clippy",
+                "-p",
+                "lens-zmq",
+                "--features",
+                "zmq",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ])
+        },
+    },
+    OptionalStep {
+        name: "lens-zmq tests (feature zmq: PUSH/PULL, PUB/SUB, DEALER/ROUTER over inproc, ipc, tcp)",
+        requires: || requirements::on_path("c++"),
+        install: "g++",
+        command: || cargo(&["test", "-p", "lens-zmq", "--features", "zmq"]),
+    },
 ];
 
 /// Debian packages lens-dist's MPI feature needs (bindgen needs libclang).
@@ -451,6 +476,16 @@ const BENCH_GROUPS: &[(&str, &[BenchSuite])] = &[
         &[BenchSuite {
             package: "lens-nats",
             bench: "nats",
+            features: "",
+        }],
+    ),
+    (
+        "zmq",
+        // lens-zmq per message, frame and field, send and process, against the same by hand
+        // and lens-span's lifecycle alone (prints: thread CPU time, allocations; no socket).
+        &[BenchSuite {
+            package: "lens-zmq",
+            bench: "zmq_carriers",
             features: "",
         }],
     ),

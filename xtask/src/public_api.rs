@@ -25,6 +25,7 @@ const CRATES: &[&str] = &[
     "lens-reqwest",
     "lens-tonic",
     "lens-nats",
+    "lens-zmq",
     "lens-nccl",
     "lens-dist",
     "lens-watch",

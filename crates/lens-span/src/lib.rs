@@ -87,6 +87,7 @@ pub mod metrics;
 pub mod new_root;
 mod propagation;
 pub mod redact;
+mod rejected_carrier;
 pub mod rpc;
 pub mod scope;
 

@@ -35,6 +35,9 @@ pub(crate) enum Error {
     /// The NATS side of the harness (its server, client, streams) failed.
     #[error("{what}: {message}")]
     Nats { what: String, message: String },
+    /// A ZeroMQ socket of the harness failed (the `zeromq` scenario).
+    #[error("{what}: {message}")]
+    Zmq { what: String, message: String },
     /// A context description could not be built into a Rust Context.
     #[error("context {what}: {message}")]
     Context { what: String, message: String },
@@ -54,6 +57,14 @@ impl Error {
     pub(crate) fn nats<E: std::fmt::Display>(what: impl Into<String>) -> impl FnOnce(E) -> Error {
         let what = what.into();
         move |e| Error::Nats {
+            what,
+            message: e.to_string(),
+        }
+    }
+
+    pub(crate) fn zmq<E: std::fmt::Display>(what: impl Into<String>) -> impl FnOnce(E) -> Error {
+        let what = what.into();
+        move |e| Error::Zmq {
             what,
             message: e.to_string(),
         }

@@ -30,6 +30,11 @@
 //!   request/reply and JetStream, sampled and unsampled, tracestate and baggage, a pulled batch
 //!   and a links-only consumer; both sides' spans checked (one trace, the CONSUMER span the child
 //!   of the PRODUCER span, kinds and messaging attributes, links).
+//! * `zeromq`: pyzmq + msgspec with NeMo Lens (the context as the last frame,
+//!   `serialize_context()` after lens-zmq's marker, or as the `trace_headers` dict
+//!   `inject_context` filled in a msgspec `array_like` struct) into lens-zmq, and back;
+//!   PUSH/PULL and DEALER/ROUTER request-reply, sampled and unsampled, tracestate and baggage
+//!   read back; the msgpack struct round-trips byte for byte through the Rust struct.
 //! * `watch`: both HTTP scenarios again, every span of both languages also exported over OTLP
 //!   (gRPC and HTTP, each SDK's own exporter) to a running `lens watch` (`--lens PATH`): one
 //!   whole trace each in its `--json`, on its page, and from `lens check` on its `--save` file.
@@ -70,6 +75,7 @@ mod ray;
 mod rows;
 mod spans;
 mod watch;
+mod zeromq;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -82,7 +88,7 @@ use python::{PythonProcess, START_TIMEOUT};
 const USAGE: &str =
     "usage: lens-interop --python PYTHON --scripts DIR --out DIR [--lens LENS] [--only SCENARIO]
 scenarios: nccl, ray, http-python-first, http-rust-first, grpc-python-to-rust, grpc-rust-to-python,
-nats, watch, doctor, doctor-rabbitmq, probe (default: all; watch, doctor, doctor-rabbitmq and probe need --lens)";
+nats, zeromq, watch, doctor, doctor-rabbitmq, probe (default: all; watch, doctor, doctor-rabbitmq and probe need --lens)";
 
 const SCENARIOS: &[&str] = &[
     "nccl",
@@ -92,6 +98,7 @@ const SCENARIOS: &[&str] = &[
     "grpc-python-to-rust",
     "grpc-rust-to-python",
     "nats",
+    "zeromq",
     "watch",
     "doctor",
     "doctor-rabbitmq",
@@ -220,6 +227,18 @@ async fn main() -> ExitCode {
         let mut checks = Checks::new("nats");
         let run = match scenario_dir(&options.out, "nats") {
             Ok(out) => nats::run(&options.python, &options.scripts, &out, &mut checks).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = run {
+            checks.fail("scenario could not finish", e);
+        }
+        results.push(checks);
+    }
+    // ZeroMQ both ways: pyzmq + msgspec with NeMo Lens, lens-zmq on libzmq.
+    if wanted("zeromq") {
+        let mut checks = Checks::new("zeromq");
+        let run = match scenario_dir(&options.out, "zeromq") {
+            Ok(out) => zeromq::run(&options.python, &options.scripts, &out, &mut checks),
             Err(e) => Err(e),
         };
         if let Err(e) = run {

@@ -4,6 +4,8 @@
 //!   key to one or more string lines, encoded exactly as Python's `json.dumps` would encode it.
 //! - [`MapCarrier`]: plain string maps (`HashMap`, `BTreeMap`); keys are exact and case-sensitive.
 //! - [`HeaderCarrier`]: `http::HeaderMap`; names are case-insensitive and every line of a name is read.
+//! - `CarrierField` (feature `serde`): a [`Carrier`] as a field of a message in any serde format,
+//!   whose decoding never fails the message.
 
 mod header;
 pub(crate) mod json;
@@ -13,6 +15,8 @@ mod serde_impl;
 
 pub use header::HeaderCarrier;
 pub use map::MapCarrier;
+#[cfg(feature = "serde")]
+pub use serde_impl::CarrierField;
 
 use crate::Limits;
 use opentelemetry::propagation::{Extractor, Injector};
