@@ -2,11 +2,12 @@
 //! (HTTP method and path, or the RPC method) and the addresses each side names, in the stable
 //! and the older OpenTelemetry conventions, as real exporters write them.
 
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::NewRootCause;
-use crate::model::{Span, SpanId, TraceId, Value};
+use crate::model::{Resource, Span, SpanId, TraceId, Value};
 
 /// What identifies a request on both sides of the wire.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -79,14 +80,20 @@ impl Host {
     }
 }
 
-/// The addresses one side of a hop reports: a client the one it called; a server every one it
-/// names (the Host header, the socket it listens on, its configured name), each host marked
-/// whether it is the address the client used.
+/// Where one side of a hop says the request went: a client the address it called; a server
+/// every one it names (the Host header, the socket it listens on, its configured name), each
+/// host marked whether it is the address the client used, and which instance it is. With the
+/// request's query, what pairs a hop whose addresses differ (behind a proxy or load balancer).
 #[derive(Clone, Debug, Default)]
 pub(super) struct Address {
     /// (host, the address the client used).
     pub(super) hosts: Vec<(Host, bool)>,
     pub(super) ports: Vec<u16>,
+    /// The request's query string, hashed: the client's from its URL, the server's from
+    /// `url.query` (or its target or URL); `None` where the side records none.
+    pub(super) query: Option<u64>,
+    /// A server's resource, read for the instance that answered ([`Address::instance`]).
+    pub(super) resource: Option<Arc<Resource>>,
 }
 
 impl Address {
@@ -111,6 +118,29 @@ impl Address {
         let (host, port) = split_host_port(value);
         self.host(host, client_s);
         self.port(port);
+    }
+
+    /// The instance a server's resource names: `service.instance.id`, else its host
+    /// (`host.name`, `host.id`, `k8s.pod.name`).
+    pub(super) fn instance(&self) -> Option<&str> {
+        let resource = self.resource.as_deref()?;
+        [
+            "service.instance.id",
+            "host.name",
+            "host.id",
+            "k8s.pod.name",
+        ]
+        .iter()
+        .find_map(|k| crate::model::attribute(&resource.attributes, k).and_then(Value::as_str))
+        .filter(|s| !s.is_empty())
+    }
+
+    /// Whether both sides' queries can be the same request's: equal, or one side records none.
+    pub(super) fn same_query(&self, server: &Address) -> bool {
+        match (self.query, server.query) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        }
     }
 
     /// Whether a server reporting `server` can be the one a client reporting `self` called:
@@ -152,6 +182,19 @@ pub(super) fn int(span: &Span, keys: &[&str]) -> Option<u16> {
         Value::String(s) => s.parse().ok(),
         _ => None,
     })
+}
+
+/// A query string, hashed (the same on every run: the hash is compared, never shown); `None`
+/// for an empty one.
+pub(super) fn query_hash(query: &str) -> Option<u64> {
+    let query = query.split('#').next().unwrap_or(query);
+    (!query.is_empty()).then(|| BuildHasherDefault::<DefaultHasher>::default().hash_one(query))
+}
+
+/// The query of a URL or a request target (after `?`, before `#`), hashed.
+pub(super) fn query_of(url_or_target: &str) -> Option<u64> {
+    let (_, query) = url_or_target.split_once('?')?;
+    query_hash(query)
 }
 
 /// `scheme://host[:port]/path?query` to (host, port, path); the default port for the scheme.
@@ -246,9 +289,11 @@ pub(super) fn candidate(
         HopKey::Rpc(full)
     } else {
         let method = text(span, &["http.request.method", "http.method"])?.to_ascii_uppercase();
-        let url = text(span, &["url.full", "http.url"]).and_then(split_url);
+        let full = text(span, &["url.full", "http.url"]);
+        let url = full.and_then(split_url);
         match role {
             Role::Client => {
+                address.query = full.and_then(query_of);
                 let (url_host, url_port, path) = url?;
                 // The stable client attributes, where the URL did not say.
                 let (host, port) = match text(span, &["server.address"]) {
@@ -260,6 +305,11 @@ pub(super) fn candidate(
                 HopKey::Http(method, path)
             }
             Role::Server => {
+                let target = text(span, &["url.path", "http.target"]);
+                address.query = match text(span, &["url.query"]) {
+                    Some(query) => query_hash(query),
+                    None => target.or(full).and_then(query_of),
+                };
                 let path = match url {
                     Some((host, port, path)) => {
                         address.host(&host, true);
@@ -267,7 +317,7 @@ pub(super) fn candidate(
                         path
                     }
                     None => {
-                        let path = text(span, &["url.path", "http.target"])?;
+                        let path = target?;
                         path.split(['?', '#']).next().unwrap_or(path).to_owned()
                     }
                 };
@@ -284,6 +334,9 @@ pub(super) fn candidate(
             }
         }
     };
+    if role == Role::Server {
+        address.resource = Some(Arc::clone(&span.resource));
+    }
     Some((
         key,
         Candidate {
