@@ -203,7 +203,8 @@ fn an_unknown_rule_is_a_usage_error_listing_the_rules() {
     assert!(
         run.stderr.contains(
             "the rules: lost-context, untrusted-linked, missing-parent, clock-skew, \
-flag-dropped, tracestate-dropped, baggage-dropped, self-parent, duplicate-span-id, dangling-link"
+flag-dropped, tracestate-dropped, baggage-dropped, self-parent, duplicate-span-id, dangling-link, \
+ambiguous-hop"
         ),
         "{}",
         run.stderr

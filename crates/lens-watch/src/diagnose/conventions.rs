@@ -2,7 +2,6 @@
 //! (HTTP method and path, or the RPC method) and the addresses each side names, in the stable
 //! and the older OpenTelemetry conventions, as real exporters write them.
 
-use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -89,9 +88,9 @@ pub(super) struct Address {
     /// (host, the address the client used).
     pub(super) hosts: Vec<(Host, bool)>,
     pub(super) ports: Vec<u16>,
-    /// The request's query string, hashed: the client's from its URL, the server's from
-    /// `url.query` (or its target or URL); `None` where the side records none.
-    pub(super) query: Option<u64>,
+    /// The request's query string: the client's from its URL, the server's from `url.query`
+    /// (or its target or URL); `None` where the side records none.
+    pub(super) query: Option<Box<str>>,
     /// A server's resource, read for the instance that answered ([`Address::instance`]).
     pub(super) resource: Option<Arc<Resource>>,
 }
@@ -135,11 +134,26 @@ impl Address {
         .filter(|s| !s.is_empty())
     }
 
-    /// Whether both sides' queries can be the same request's: equal, or one side records none.
+    /// Whether both sides' queries can be the same request's: one side records none, or the
+    /// same parameters in the same order with the same values, a value redacted on either side
+    /// (`REDACTED`, as the conventions and lens write a credential) matching any.
     pub(super) fn same_query(&self, server: &Address) -> bool {
-        match (self.query, server.query) {
-            (Some(a), Some(b)) => a == b,
-            _ => true,
+        let (Some(a), Some(b)) = (&self.query, &server.query) else {
+            return true;
+        };
+        let (mut a, mut b) = (a.split('&'), b.split('&'));
+        loop {
+            match (a.next(), b.next()) {
+                (None, None) => return true,
+                (Some(x), Some(y)) => {
+                    let (kx, vx) = x.split_once('=').unwrap_or((x, ""));
+                    let (ky, vy) = y.split_once('=').unwrap_or((y, ""));
+                    if kx != ky || (vx != vy && vx != "REDACTED" && vy != "REDACTED") {
+                        return false;
+                    }
+                }
+                _ => return false,
+            }
         }
     }
 
@@ -184,17 +198,16 @@ pub(super) fn int(span: &Span, keys: &[&str]) -> Option<u16> {
     })
 }
 
-/// A query string, hashed (the same on every run: the hash is compared, never shown); `None`
-/// for an empty one.
-pub(super) fn query_hash(query: &str) -> Option<u64> {
+/// A query string without any fragment; `None` for an empty one.
+pub(super) fn query(query: &str) -> Option<Box<str>> {
     let query = query.split('#').next().unwrap_or(query);
-    (!query.is_empty()).then(|| BuildHasherDefault::<DefaultHasher>::default().hash_one(query))
+    (!query.is_empty()).then(|| query.into())
 }
 
-/// The query of a URL or a request target (after `?`, before `#`), hashed.
-pub(super) fn query_of(url_or_target: &str) -> Option<u64> {
-    let (_, query) = url_or_target.split_once('?')?;
-    query_hash(query)
+/// The query of a URL or a request target (after `?`, before `#`).
+pub(super) fn query_of(url_or_target: &str) -> Option<Box<str>> {
+    let (_, rest) = url_or_target.split_once('?')?;
+    query(rest)
 }
 
 /// `scheme://host[:port]/path?query` to (host, port, path); the default port for the scheme.
@@ -307,7 +320,7 @@ pub(super) fn candidate(
             Role::Server => {
                 let target = text(span, &["url.path", "http.target"]);
                 address.query = match text(span, &["url.query"]) {
-                    Some(query) => query_hash(query),
+                    Some(value) => query(value),
                     None => target.or(full).and_then(query_of),
                 };
                 let path = match url {

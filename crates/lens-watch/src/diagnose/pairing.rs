@@ -116,10 +116,12 @@ pub(super) fn within(client: &Candidate, server: &Candidate, config: &DoctorConf
         && server.end <= client.end.saturating_add(config.end_margin_nanos)
 }
 
-/// Whether a server span began and ended within a client span (with the tolerances) and at
-/// the address the client called (when both say).
+/// Whether a server span began and ended within a client span (with the tolerances), for the
+/// same query, at the address the client called (when both say).
 pub(super) fn matches(client: &Candidate, server: &Candidate, config: &DoctorConfig) -> bool {
-    within(client, server, config) && client.address.reached(&server.address)
+    within(client, server, config)
+        && client.address.same_query(&server.address)
+        && client.address.reached(&server.address)
 }
 
 /// How far a new root is from saying that no context arrived, for pairing by request: 0 for a
