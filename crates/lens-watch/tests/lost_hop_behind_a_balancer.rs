@@ -399,8 +399,9 @@ fn concurrent_identical_requests_behind_a_balancer_are_an_ambiguous_hop() {
         assert_eq!(rules(&findings), ["ambiguous-hop"; 2]);
         for f in &findings {
             assert_eq!(f.severity(), Severity::Warning);
-            // The span, then the two candidates on the other side.
+            // The span and the two candidates on the other side; the client's service first.
             assert_eq!(f.span_ids.len(), 3, "{}", f.message);
+            assert_eq!(f.services, ["py-client", "rust-relay"]);
             assert!(f.message.contains("behind a proxy or load balancer"));
         }
     }

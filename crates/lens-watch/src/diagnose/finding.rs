@@ -357,21 +357,26 @@ trace {} for the same request{paired}; {why}",
 }
 
 /// `ambiguous-hop`: `this` (a childless client when `!this_is_server`, else a new root) fits
-/// each of `others` by request and time, none at its address; `all` of them fit in all.
+/// each of `others` by request and time, none at its address; `all` of them fit in all. The
+/// traces, spans and services are the clients' first, then the servers' (a service once).
 pub(super) fn ambiguous_hop(
     this: &Candidate,
     others: &[&Candidate],
     all: usize,
     this_is_server: bool,
 ) -> Finding {
-    let mut trace_ids = vec![this.trace_id];
-    let mut span_ids = vec![this.span_id];
-    let mut services = vec![this.service.to_string()];
-    for other in others {
-        trace_ids.push(other.trace_id);
-        span_ids.push(other.span_id);
-        if !services.iter().any(|s| **s == *other.service) {
-            services.push(other.service.to_string());
+    let (mut trace_ids, mut span_ids, mut services) =
+        (Vec::new(), Vec::new(), Vec::<String>::new());
+    let (first, then): (&[&Candidate], &[&Candidate]) = if this_is_server {
+        (others, &[this])
+    } else {
+        (&[this], others)
+    };
+    for c in first.iter().chain(then) {
+        trace_ids.push(c.trace_id);
+        span_ids.push(c.span_id);
+        if !services.iter().any(|s| **s == *c.service) {
+            services.push(c.service.to_string());
         }
     }
     let listed = |c: &Candidate| {
