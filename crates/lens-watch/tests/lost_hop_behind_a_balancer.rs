@@ -474,3 +474,32 @@ fn a_redacted_query_value_matches_and_another_value_does_not() {
     assert_eq!(check(&[client("n=1&page=2"), root("n=1&page=3")]), []);
     assert_eq!(check(&[client("n=1"), root("n=1&page=3")]), []);
 }
+
+#[test]
+fn a_long_query_is_compared_within_its_bound() {
+    // 4 KiB of parameters: held to 256 bytes on each side (the index stays bounded); a
+    // difference within them still tells requests apart, one beyond them cannot.
+    let long = |first: &str, last: &str| {
+        let middle: Vec<String> = (0..400).map(|i| format!("p{i}=v")).collect();
+        format!("n={first}&{}&z={last}", middle.join("&"))
+    };
+    let client = |query: &str| {
+        let mut c = client_span(1, (2000, 2800));
+        c["attributes"][1]["value"] = s(&format!("http://127.0.0.1:8080/relay?{query}"));
+        export("py-client", None, vec![c])
+    };
+    let root = |query: &str| {
+        let mut r = relay_span(&trace(100), (7, 0), (2100, 2700), 1);
+        r["attributes"][2]["value"] = s(query);
+        export("rust-relay", None, vec![r])
+    };
+    assert_eq!(
+        rules(&check(&[client(&long("1", "a")), root(&long("1", "a"))])),
+        ["lost-context"]
+    );
+    assert_eq!(check(&[client(&long("1", "a")), root(&long("2", "a"))]), []);
+    assert_eq!(
+        rules(&check(&[client(&long("1", "a")), root(&long("1", "b"))])),
+        ["lost-context"]
+    );
+}

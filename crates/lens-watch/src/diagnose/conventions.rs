@@ -91,8 +91,9 @@ pub(super) struct Address {
     /// The request's query string: the client's from its URL, the server's from `url.query`
     /// (or its target or URL); `None` where the side records none.
     pub(super) query: Option<Box<str>>,
-    /// A server's resource, read for the instance that answered ([`Address::instance`]).
-    pub(super) resource: Option<Arc<Resource>>,
+    /// The instance of a server that answered, where its resource names one
+    /// ([`instance_of`]); the name alone is held, not the resource.
+    pub(super) instance: Option<Arc<str>>,
 }
 
 impl Address {
@@ -119,24 +120,10 @@ impl Address {
         self.port(port);
     }
 
-    /// The instance a server's resource names: `service.instance.id`, else its host
-    /// (`host.name`, `host.id`, `k8s.pod.name`).
-    pub(super) fn instance(&self) -> Option<&str> {
-        let resource = self.resource.as_deref()?;
-        [
-            "service.instance.id",
-            "host.name",
-            "host.id",
-            "k8s.pod.name",
-        ]
-        .iter()
-        .find_map(|k| crate::model::attribute(&resource.attributes, k).and_then(Value::as_str))
-        .filter(|s| !s.is_empty())
-    }
-
     /// Whether both sides' queries can be the same request's: one side records none, or the
     /// same parameters in the same order with the same values, a value redacted on either side
-    /// (`REDACTED`, as the conventions and lens write a credential) matching any.
+    /// (`REDACTED`, as the conventions and lens write a credential) matching any; an empty
+    /// parameter (a query held to [`MAX_QUERY`]) matches the rest.
     pub(super) fn same_query(&self, server: &Address) -> bool {
         let (Some(a), Some(b)) = (&self.query, &server.query) else {
             return true;
@@ -145,6 +132,7 @@ impl Address {
         loop {
             match (a.next(), b.next()) {
                 (None, None) => return true,
+                (Some(""), _) | (_, Some("")) => return true,
                 (Some(x), Some(y)) => {
                     let (kx, vx) = x.split_once('=').unwrap_or((x, ""));
                     let (ky, vy) = y.split_once('=').unwrap_or((y, ""));
@@ -198,10 +186,25 @@ pub(super) fn int(span: &Span, keys: &[&str]) -> Option<u16> {
     })
 }
 
-/// A query string without any fragment; `None` for an empty one.
+/// The most of a query a candidate holds (a hostile query cannot grow the index).
+pub(super) const MAX_QUERY: usize = 256;
+
+/// A query string without any fragment; `None` for an empty one. A longer one than
+/// [`MAX_QUERY`] is held to its last whole parameter within the bound, then `&`: an empty last
+/// parameter says the rest is unknown ([`Address::same_query`]).
 pub(super) fn query(query: &str) -> Option<Box<str>> {
     let query = query.split('#').next().unwrap_or(query);
-    (!query.is_empty()).then(|| query.into())
+    if query.is_empty() {
+        return None;
+    }
+    if query.len() <= MAX_QUERY {
+        return Some(query.into());
+    }
+    let cut = query.as_bytes()[..MAX_QUERY]
+        .iter()
+        .rposition(|b| *b == b'&')
+        .map_or(0, |at| at + 1);
+    Some(format!("{}&", &query[..cut]).into())
 }
 
 /// The query of a URL or a request target (after `?`, before `#`).
@@ -348,7 +351,7 @@ pub(super) fn candidate(
         }
     };
     if role == Role::Server {
-        address.resource = Some(Arc::clone(&span.resource));
+        address.instance = instance_of(&span.resource).map(Arc::from);
     }
     Some((
         key,
@@ -363,6 +366,20 @@ pub(super) fn candidate(
             message_id: None,
         },
     ))
+}
+
+/// The instance a resource names: `service.instance.id`, else its host (`host.name`,
+/// `host.id`, `k8s.pod.name`).
+pub(super) fn instance_of(resource: &Resource) -> Option<&str> {
+    [
+        "service.instance.id",
+        "host.name",
+        "host.id",
+        "k8s.pod.name",
+    ]
+    .iter()
+    .find_map(|k| crate::model::attribute(&resource.attributes, k).and_then(Value::as_str))
+    .filter(|s| !s.is_empty())
 }
 
 /// A server's `server.address`/`server.port` (a port inside the address too) and

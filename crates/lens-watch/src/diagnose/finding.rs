@@ -319,7 +319,7 @@ pub(super) enum Pairing {
 /// `service`, with the instance that answered where its resource names one:
 /// `rust-relay (instance relay-3)`.
 fn receiver(server: &Candidate) -> String {
-    match server.address.instance() {
+    match server.address.instance.as_deref() {
         Some(instance) => format!("{} (instance {instance})", server.service),
         None => server.service.to_string(),
     }
