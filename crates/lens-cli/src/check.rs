@@ -71,6 +71,12 @@ pub(crate) struct Args {
     #[arg(long)]
     errors: bool,
 
+    /// The doctor's pairing window over a queue, in seconds: how long after a message is sent a
+    /// consumer's new trace may start and still be taken for its lost hop, where the two sides
+    /// record no message id in common (default 2; docs/doctor.md#over-a-queue)
+    #[arg(long, value_name = "SECONDS", value_parser = queue_window)]
+    queue_window: Option<u64>,
+
     #[command(flatten)]
     bounds: Bounds,
 
@@ -83,6 +89,16 @@ fn trace_id(value: &str) -> Result<TraceId, String> {
     TraceId::from_hex(value).ok_or_else(|| {
         format!("'{value}' is not a trace id: 32 hex digits (16 bytes), not all zero")
     })
+}
+
+/// `--queue-window`: seconds in (0, 3600], as nanoseconds.
+fn queue_window(value: &str) -> Result<u64, String> {
+    match value.parse::<f64>() {
+        Ok(seconds) if seconds > 0.0 && seconds <= 3600.0 => Ok((seconds * 1e9) as u64),
+        _ => Err(format!(
+            "'{value}' is not a pairing window: seconds, more than 0 and at most 3600"
+        )),
+    }
 }
 
 /// `--allow`: a rule id of the doctor.
@@ -103,6 +119,9 @@ pub(crate) fn main(args: Args) -> ExitCode {
     config.quiet = args.quiet;
     config.allow = args.allow;
     config.hop_names = HOP_NAMES;
+    if let Some(window) = args.queue_window {
+        config.doctor.queue_window_nanos = window;
+    }
     let mut session = Session::new(config);
     let now = Instant::now();
     for file in &args.files {

@@ -204,7 +204,7 @@ fn an_unknown_rule_is_a_usage_error_listing_the_rules() {
         run.stderr.contains(
             "the rules: lost-context, untrusted-linked, missing-parent, clock-skew, \
 flag-dropped, tracestate-dropped, baggage-dropped, self-parent, duplicate-span-id, dangling-link, \
-ambiguous-hop"
+ambiguous-producer, untrusted-ignored, ambiguous-hop"
         ),
         "{}",
         run.stderr
@@ -347,4 +347,45 @@ fn the_page_lists_the_finding_in_chromium() {
         browser_support::console_messages(&shown.stderr),
         Vec::<&str>::new()
     );
+}
+
+/// trainer's PRODUCER span to `rollout.jobs` at 5 ms (trace CLIENT_TRACE), and rollout-worker's
+/// CONSUMER root for it (trace SERVER_TRACE) `after_ms` later.
+fn queue_hop(after_ms: u64) -> String {
+    let messaging = attrs(&[
+        ("messaging.system", "nats"),
+        ("messaging.destination.name", "rollout.jobs"),
+    ]);
+    let span = |trace: &str, id: &str, kind: u8, start_us: u64| {
+        json!({"traceId": trace, "spanId": id, "name": "m", "kind": kind,
+            "startTimeUnixNano": t(start_us), "endTimeUnixNano": t(start_us + 500),
+            "attributes": messaging.clone()})
+    };
+    format!(
+        "{}\n{}\n",
+        export("trainer", span(CLIENT_TRACE, "0000000000000002", 4, 5_000)),
+        export(
+            "rollout-worker",
+            span(SERVER_TRACE, "0000000000000007", 5, 5_000 + after_ms * 1000)
+        )
+    )
+}
+
+#[test]
+fn the_queue_window_is_an_option_of_lens_check() {
+    // 5 s after the send: past the default 2 s window, within a 10 s one.
+    let input = queue_hop(5_000);
+    let default = lens_with_stdin(&["check", "--json", "-"], &input);
+    assert_eq!(default.code, Some(0), "{}", default.stderr);
+    let wide = lens_with_stdin(&["check", "--json", "--queue-window", "10", "-"], &input);
+    assert_eq!(wide.code, Some(1), "{}", wide.stderr);
+    assert!(
+        wide.stdout.contains("\"finding\":\"lost-context\""),
+        "{}",
+        wide.stdout
+    );
+    for bad in ["0", "-1", "x", "3601"] {
+        let run = cli_support::lens(&["check", "--queue-window", bad, "-"]);
+        cli_support::assert_usage_error(&run, &["check", "--queue-window", bad]);
+    }
 }

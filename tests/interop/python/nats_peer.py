@@ -16,7 +16,9 @@ Both kinds of span carry the messaging attributes a hand-written instrumentation
 (`messaging.system` = `nats`, `messaging.operation.name` / `.type`,
 `messaging.destination.name`; JetStream: `messaging.nats.stream_sequence`).
 
-On start it connects, subscribes to `py.core.>` (core messages) and `py.svc` (requests: the reply,
+On start it connects, subscribes to `py.core.>` (core messages), to `fan.>` (an audit subscriber
+that ignores the headers: its CONSUMER span starts a trace of its own, as a subscriber with no
+propagation code does; queue `fan`) and `py.svc` (requests: the reply,
 `{"python_consumer": DESC}`, is published inside the CONSUMER span under a PRODUCER span `send`
 of its own, with the context injected), makes a pull consumer `py-worker` on the stream `PYJOBS`
 (which the Rust side created, subjects `py.js.>`), flushes, and prints `READY`.
@@ -30,7 +32,7 @@ Then reads one JSON request per line on standard input and answers one JSON line
          reply; a JetStream publish for its ack, whose sequence is returned). With
          `"inject": false` (default true), a publisher that records its span but does not
          inject: the message goes with a header of its own and no trace context
-  {"op": "next", "queue": "core" | "svc"}
+  {"op": "next", "queue": "core" | "svc" | "fan"}
       -> {"consumer": DESC, "headers": {...}, "subject": S}: what the handler of the next core
          message (or request) saw inside its CONSUMER span, and the headers that arrived
   {"op": "fetch"} -> the same for the next JetStream message (fetched, processed, acked),
@@ -77,12 +79,13 @@ class Peer:
     def __init__(self, nc):
         self.nc = nc
         self.js = nc.jetstream()
-        self.queues = {"core": asyncio.Queue(), "svc": asyncio.Queue()}
+        self.queues = {"core": asyncio.Queue(), "svc": asyncio.Queue(), "fan": asyncio.Queue()}
         self.pull = None
 
     async def start(self):
         await self.nc.subscribe("py.core.>", cb=self.on_core)
         await self.nc.subscribe("py.svc", cb=self.on_request)
+        await self.nc.subscribe("fan.>", cb=self.on_ignoring)
         self.pull = await self.js.pull_subscribe("py.js.>", durable="py-worker", stream=STREAM)
         await self.nc.flush()
 
@@ -104,6 +107,18 @@ class Peer:
         finally:
             context.detach(token)
         await self.queues["core"].put(
+            {"consumer": seen, "headers": dict(msg.headers or {}), "subject": msg.subject}
+        )
+
+    async def on_ignoring(self, msg):
+        """An audit subscriber that never reads the trace context in the headers."""
+        with tracer().start_as_current_span(
+            f"process {msg.subject}",
+            kind=SpanKind.CONSUMER,
+            attributes=messaging_attributes("process", msg.subject),
+        ):
+            seen = common.describe()
+        await self.queues["fan"].put(
             {"consumer": seen, "headers": dict(msg.headers or {}), "subject": msg.subject}
         )
 

@@ -14,13 +14,14 @@
 //!    `InboundPolicy::link_all()`, which starts a new trace linked to the client span
 //!    (`untrusted:linked`).
 //!
-//! 5.–8. over a queue (NATS, [`doctor_queue`]): healthy Python -> Rust and Rust -> Python, a
-//!    Python publisher that does not inject, and a lens consumer that links.
+//! 5.–9. over a queue (NATS, [`doctor_queue`]): healthy Python -> Rust and Rust -> Python, a
+//!    Python publisher that does not inject, a lens consumer that links, and fan-out (a
+//!    Python publisher, a lens consumer continuing, a Python subscriber ignoring the headers).
 //!
-//! Checked on the JSON lines of `lens check --json` over the saved file: exactly two
-//! `lost-context` (error: hop 3 with the "received no traceparent" cause, and hop 7 over the
-//! queue with "found no traceparent in the message"; each naming both traces, spans and
-//! services), exactly one `untrusted-linked` (info, hop 4), no other finding, exit 1; the
+//! Checked on the JSON lines of `lens check --json` over the saved file: exactly three
+//! `lost-context` (error: hop 3 with the "received no traceparent" cause, hop 7 over the
+//! queue with "found no traceparent in the message", and hop 9's audit subscriber; each naming
+//! both traces, spans and services), exactly one `untrusted-linked` (info, hop 4), no other finding, exit 1; the
 //! linked consumer's trace says which span it continues; the healthy queue hops are one trace
 //! each; `--quiet` leaves the info out and still exits 1; `lens watch` reported the same live.
 
@@ -260,7 +261,7 @@ pub(crate) async fn run(
     let broken = breaks(python, scripts, out, &otlp, checks).await?;
     all.extend(broken.all.iter().cloned());
     checks.spans += broken.all.len();
-    // Hops 5 to 8, over a queue.
+    // Hops 5 to 9, over a queue.
     let queue_dir = out.join("nats");
     std::fs::create_dir_all(&queue_dir)
         .map_err(Error::io(format!("creating {}", queue_dir.display())))?;
@@ -273,7 +274,7 @@ pub(crate) async fn run(
     let mut lines = tokio::task::block_in_place(|| watch.read_until(&expected))?;
     lines.extend(watch.finish()?);
     checks.eq(
-        "lens watch shows every trace of the eight hops",
+        "lens watch shows every trace of the nine hops",
         &expected.len(),
         &expected
             .iter()
@@ -289,8 +290,8 @@ pub(crate) async fn run(
     );
     let found = findings(&checked.lines);
     checks.check(
-        "lens check: no finding but two lost-context and one untrusted-linked",
-        found.len() == 3,
+        "lens check: no finding but three lost-context and one untrusted-linked",
+        found.len() == 4,
         || format!("{found:#?}"),
     );
     let http = (PYTHON_SERVICE, RUST_SERVICE);
@@ -325,28 +326,45 @@ pub(crate) async fn run(
             || message.to_owned(),
         );
     }
+    // Hop 9, fan-out: the subscriber that ignored the headers, and no other consumer of it.
+    let fan_out = (PYTHON_NATS_SERVICE, PYTHON_NATS_SERVICE);
+    let lost_fan_out = one_finding(checks, &found, "lost-context", "error", fan_out);
+    if let Some(lost) = lost_fan_out {
+        let hop = (queue.fanout.0.clone(), queue.fanout_ignored.clone());
+        names_hop(
+            checks,
+            "lost-context of the audit subscriber (hop 9)",
+            lost,
+            &hop,
+        );
+    }
     if let Some(linked) = one_finding(checks, &found, "untrusted-linked", "info", http) {
         names_hop(checks, "untrusted-linked (hop 4)", linked, &broken.public);
     }
     check_queue_traces(checks, &checked.lines, &queue);
 
-    // --quiet leaves the info out; the errors stay.
-    let quiet = lens_check(lens, &["--json", "--quiet"], &save)?;
-    checks.eq("lens check --quiet exits 1", &quiet.code, &Some(1));
-    checks.eq(
-        "lens check --quiet: the two lost-context alone",
-        &findings(&quiet.lines),
-        &lost.into_iter().chain(lost_message).collect::<Vec<_>>(),
-    );
-
-    // Live, lens watch found the same three. (Not the warnings: a trace can complete there
-    // before the late export of its other half, and a missing parent is then reported and
-    // reopened.)
     let sorted = |found: Vec<&Value>| {
         let mut text: Vec<String> = found.iter().map(ToString::to_string).collect();
         text.sort();
         text
     };
+    // --quiet leaves the info out; the errors stay.
+    let quiet = lens_check(lens, &["--json", "--quiet"], &save)?;
+    checks.eq("lens check --quiet exits 1", &quiet.code, &Some(1));
+    checks.eq(
+        "lens check --quiet: the three lost-context alone",
+        &sorted(findings(&quiet.lines)),
+        &sorted(
+            lost.into_iter()
+                .chain(lost_message)
+                .chain(lost_fan_out)
+                .collect(),
+        ),
+    );
+
+    // Live, lens watch found the same four. (Not the warnings: a trace can complete there
+    // before the late export of its other half, and a missing parent is then reported and
+    // reopened.)
     let live = findings(&lines)
         .into_iter()
         .filter(|f| f["severity"] != "warning")

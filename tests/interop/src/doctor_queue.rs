@@ -12,7 +12,11 @@
 //!    trace (`lens.trace.new_root` = `none`): the doctor's `lost-context` over a queue;
 //! 8. a consumer that links: `nats_peer.py` injects, and a lens-nats consumer with
 //!    `ConsumerParent::Links` starts a new trace linked to the PRODUCER span
-//!    (`lens.trace.new_root` = `linked`): continued by link, no finding.
+//!    (`lens.trace.new_root` = `linked`): continued by link, no finding;
+//! 9. fan-out: `nats_peer.py` injects and publishes to a subject with two subscribers, a
+//!    lens-nats consumer that continues the trace and a Python audit subscriber that ignores the
+//!    headers (its CONSUMER span a root of its own): the doctor's `lost-context` for the audit
+//!    subscriber alone.
 
 use std::path::Path;
 use std::time::Duration;
@@ -40,6 +44,8 @@ const HEALTHY: &str = "rs.doctor.healthy";
 const BLIND: &str = "rs.doctor.blind";
 const LINKED: &str = "rs.linked.doctor";
 const TO_PYTHON: &str = "py.core.doctor";
+/// Hop 9's subject: a lens-nats consumer and nats_peer.py's audit subscriber (`fan.>`).
+const FANOUT: &str = "fan.doctor.jobs";
 
 /// A hop's sending span (PRODUCER) and receiving span (CONSUMER).
 pub(crate) type Hop = (Option<SpanRecord>, Option<SpanRecord>);
@@ -50,6 +56,10 @@ pub(crate) struct QueueHops {
     pub(crate) healthy_to_python: Hop,
     pub(crate) blind: Hop,
     pub(crate) linked: Hop,
+    /// Hop 9: the Python producer and the Rust consumer that continued it, then the Python
+    /// audit subscriber's CONSUMER span (a root).
+    pub(crate) fanout: Hop,
+    pub(crate) fanout_ignored: Option<SpanRecord>,
     /// Every span of both sides.
     pub(crate) all: Vec<SpanRecord>,
 }
@@ -112,6 +122,7 @@ pub(crate) async fn run(
     let mut healthy = subscribe(HEALTHY, ConsumerParent::Message).await?;
     let mut blind = subscribe(BLIND, ConsumerParent::Message).await?;
     let mut linked = subscribe(LINKED, ConsumerParent::Links).await?;
+    let mut fanout = subscribe(FANOUT, ConsumerParent::Message).await?;
     client
         .flush()
         .await
@@ -130,11 +141,12 @@ pub(crate) async fn run(
     )?;
     tokio::task::block_in_place(|| peer.read_tagged("READY", START_TIMEOUT))?;
 
-    // Hops 5, 7 and 8: Python publishes (a root PRODUCER span each), Rust consumes.
+    // Hops 5, 7, 8 and 9: Python publishes (a root PRODUCER span each), Rust consumes.
     for (subject, inject, subscriber) in [
         (HEALTHY, true, &mut healthy),
         (BLIND, false, &mut blind),
         (LINKED, true, &mut linked),
+        (FANOUT, true, &mut fanout),
     ] {
         let answer = tokio::task::block_in_place(|| {
             peer.request(&json!({
@@ -154,6 +166,15 @@ pub(crate) async fn run(
         }
         process_next(subscriber, subject).await?;
     }
+
+    // Hop 9's other subscriber: the Python audit handler.
+    let answer =
+        tokio::task::block_in_place(|| peer.request(&json!({"op": "next", "queue": "fan"})))?;
+    checks.eq(
+        "queue hop 9: the python audit subscriber got the message",
+        &answer["subject"].as_str(),
+        &Some(FANOUT),
+    );
 
     // Hop 6: Rust publishes from no context (a root PRODUCER span), Python consumes.
     lens_nats::Producer::new()
@@ -176,7 +197,7 @@ pub(crate) async fn run(
         peer.finish()?;
         spans::read_python(&spans_path)
     })?;
-    drop((healthy, blind, linked));
+    drop((healthy, blind, linked, fanout));
     all.extend(http::finish_rust(&provider, &exporter, Some(otlp), out).await?);
 
     let hop = |checks: &mut Checks, subject: &str, from: Side, to: Side| -> Hop {
@@ -191,9 +212,11 @@ pub(crate) async fn run(
         healthy_to_python: hop(checks, TO_PYTHON, Side::Rust, Side::Python),
         blind: hop(checks, BLIND, Side::Python, Side::Rust),
         linked: hop(checks, LINKED, Side::Python, Side::Rust),
+        fanout: hop(checks, FANOUT, Side::Python, Side::Rust),
+        fanout_ignored: hop(checks, FANOUT, Side::Python, Side::Python).1,
         all: Vec::new(),
     };
-    for (producer, consumer) in [&hops.healthy_to_rust, &hops.healthy_to_python] {
+    for (producer, consumer) in [&hops.healthy_to_rust, &hops.healthy_to_python, &hops.fanout] {
         spans::parent_is(checks, consumer.as_ref(), producer.as_ref(), true);
     }
     for ((producer, consumer), cause, linked) in
@@ -230,6 +253,13 @@ pub(crate) async fn run(
             ),
             &links,
             &expected,
+        );
+    }
+    if let Some(ignored) = &hops.fanout_ignored {
+        checks.eq(
+            "python audit subscriber (hop 9): a root of its own",
+            &ignored.parent_span_id.as_deref(),
+            &None,
         );
     }
     Ok(QueueHops { all, ..hops })

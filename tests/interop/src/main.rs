@@ -33,12 +33,17 @@
 //! * `watch`: both HTTP scenarios again, every span of both languages also exported over OTLP
 //!   (gRPC and HTTP, each SDK's own exporter) to a running `lens watch` (`--lens PATH`): one
 //!   whole trace each in its `--json`, on its page, and from `lens check` on its `--save` file.
-//! * `doctor`: eight hops into one `lens watch --save`: over HTTP, healthy Python -> Rust and
+//! * `doctor`: nine hops into one `lens watch --save`: over HTTP, healthy Python -> Rust and
 //!   Rust -> Python, a Python client that sends no context to a lens server, a lens server whose
 //!   policy links; over NATS (a nats-server of its own), healthy Python -> Rust and Rust ->
-//!   Python, a Python publisher that does not inject, a lens consumer that links. `lens check
-//!   --json` on the saved file finds the two `lost-context` (HTTP and queue), the one
+//!   Python, a Python publisher that does not inject, a lens consumer that links, fan-out (a
+//!   lens consumer continuing, a Python subscriber ignoring the headers). `lens check --json` on
+//!   the saved file finds the three `lost-context` (HTTP, queue, fan-out), the one
 //!   `untrusted-linked`, and nothing else.
+//! * `doctor-rabbitmq`: a RabbitMQ node of its own, pika and aio-pika with their OpenTelemetry
+//!   instrumentations into `lens watch --save`, a healthy hop and one whose publisher drops the
+//!   headers: `lens check` finds exactly that one (skipped without `rabbitmq-server` unless
+//!   `LENS_RABBITMQ=require`).
 //! * `probe`: `lens probe --watch` through FastAPI (NeMo Lens) -> aiohttp -> a proxy -> axum (lens)
 //!   -> reqwest (lens) -> FastAPI, every span into one `lens watch`; the proxy healthy, dropping
 //!   `tracestate`, re-parenting, or dropping every trace header: the probe names that hop and
@@ -53,6 +58,7 @@ mod check;
 mod describe;
 mod doctor;
 mod doctor_queue;
+mod doctor_rabbitmq;
 mod error;
 mod grpc;
 mod http;
@@ -76,7 +82,7 @@ use python::{PythonProcess, START_TIMEOUT};
 const USAGE: &str =
     "usage: lens-interop --python PYTHON --scripts DIR --out DIR [--lens LENS] [--only SCENARIO]
 scenarios: nccl, ray, http-python-first, http-rust-first, grpc-python-to-rust, grpc-rust-to-python,
-nats, watch, doctor, probe (default: all; watch, doctor and probe need --lens)";
+nats, watch, doctor, doctor-rabbitmq, probe (default: all; watch, doctor, doctor-rabbitmq and probe need --lens)";
 
 const SCENARIOS: &[&str] = &[
     "nccl",
@@ -88,6 +94,7 @@ const SCENARIOS: &[&str] = &[
     "nats",
     "watch",
     "doctor",
+    "doctor-rabbitmq",
     "probe",
 ];
 
@@ -221,7 +228,7 @@ async fn main() -> ExitCode {
         results.push(checks);
     }
     // The scenarios that run `lens watch` and `lens check`.
-    for name in ["watch", "doctor", "probe"] {
+    for name in ["watch", "doctor", "doctor-rabbitmq", "probe"] {
         if !wanted(name) {
             continue;
         }
@@ -238,6 +245,9 @@ async fn main() -> ExitCode {
             }
             (Some(lens), Ok(out)) if name == "doctor" => {
                 doctor::run(lens, python, scripts, &out, &mut checks).await
+            }
+            (Some(lens), Ok(out)) if name == "doctor-rabbitmq" => {
+                doctor_rabbitmq::run(lens, python, scripts, &out, &mut checks).await
             }
             (Some(lens), Ok(out)) => probe::run(lens, python, scripts, &out, &mut checks).await,
         };

@@ -29,6 +29,8 @@
 //! - [`nats`]: a real `nats-server` on a free port for a test, stopped after it (skipped without
 //!   the binary unless `LENS_NATS=require`).
 //! - [`order`]: the balanced order in which A/B comparisons run their arms.
+//! - [`rabbitmq`]: a real RabbitMQ node on free ports for a test, stopped after it (skipped
+//!   without the package unless `LENS_RABBITMQ=require`).
 //! - [`suite`]: the behaviour suite every adapter crate runs (one list of scenarios and checks).
 //!
 //! lens-core's own integration tests use it too (a dev-dependency cycle: Cargo links one copy of
@@ -45,6 +47,7 @@ pub mod fixtures;
 pub mod metrics;
 pub mod nats;
 pub mod order;
+pub mod rabbitmq;
 pub mod recorder;
 pub mod suite;
 pub mod vectors;

@@ -29,8 +29,8 @@ pub(super) struct Candidate {
     pub(super) end: u64,
     pub(super) address: Address,
     pub(super) cause: Option<NewRootCause>,
-    /// The message's id, for a messaging span that records one.
-    pub(super) message_id: Option<String>,
+    /// What a messaging span recorded about its message (queues.rs); `None` for a request.
+    pub(super) message: Option<Box<super::message::Message>>,
 }
 
 /// A host as one side of a hop names it.
@@ -363,7 +363,7 @@ pub(super) fn candidate(
             end: span.end_unix_nano,
             address,
             cause,
-            message_id: None,
+            message: None,
         },
     ))
 }

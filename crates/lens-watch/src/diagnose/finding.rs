@@ -59,6 +59,12 @@ pub enum Rule {
     DuplicateSpanId,
     /// A link to a span in a trace that was received without it.
     DanglingLink,
+    /// A consumer that started a new trace for a message, where several producers could have
+    /// sent it (same destination, same window, no message id): their lost context, unsure whose.
+    AmbiguousProducer,
+    /// A consumer whose trust policy ignored the context in a message on purpose
+    /// (`lens.trace.new_root` = `untrusted:ignored`).
+    UntrustedIgnored,
     /// A CLIENT span without a child, and several new root SERVER spans for the same request
     /// within it at other addresses (behind a proxy or load balancer): context was lost on one
     /// of them, which one the doctor cannot tell.
@@ -67,7 +73,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule, in the order docs/doctor.md explains them.
-    pub const ALL: [Rule; 11] = [
+    pub const ALL: [Rule; 13] = [
         Rule::LostContext,
         Rule::UntrustedLinked,
         Rule::MissingParent,
@@ -78,6 +84,8 @@ impl Rule {
         Rule::SelfParent,
         Rule::DuplicateSpanId,
         Rule::DanglingLink,
+        Rule::AmbiguousProducer,
+        Rule::UntrustedIgnored,
         Rule::AmbiguousHop,
     ];
 
@@ -94,6 +102,8 @@ impl Rule {
             Rule::SelfParent => "self-parent",
             Rule::DuplicateSpanId => "duplicate-span-id",
             Rule::DanglingLink => "dangling-link",
+            Rule::AmbiguousProducer => "ambiguous-producer",
+            Rule::UntrustedIgnored => "untrusted-ignored",
             Rule::AmbiguousHop => "ambiguous-hop",
         }
     }
@@ -102,7 +112,7 @@ impl Rule {
     pub fn severity(self) -> Severity {
         match self {
             Rule::LostContext => Severity::Error,
-            Rule::UntrustedLinked => Severity::Info,
+            Rule::UntrustedLinked | Rule::UntrustedIgnored => Severity::Info,
             _ => Severity::Warning,
         }
     }
@@ -432,16 +442,100 @@ pub(super) fn lost_message_context(producer: &Candidate, consumer: &Candidate) -
         producer,
         consumer,
         format!(
-            "context lost on {} -> {} over a queue: producer span {} (trace {}) has no consumer, \
-and {} started trace {} for a message from the same destination; {why}",
+            "context lost on {} -> {} over a queue: {} started trace {} for a message that \
+producer span {} (trace {}) sent to the same destination; {why}",
             producer.service,
             consumer.service,
-            producer.span_id,
-            producer.trace_id,
             consumer.service,
-            consumer.trace_id
+            consumer.trace_id,
+            producer.span_id,
+            producer.trace_id
         ),
     )
+}
+
+/// The finding on a consumer root that started a new trace for a message one of `producers`
+/// sent (`count` candidates in all; those listed are the ones still held): `lost-context` for
+/// one; `untrusted-ignored` where the consumer's policy ignored the context; for several,
+/// `lost-context` listing them where the consumer says it found no (valid) context, else
+/// `ambiguous-producer`.
+pub(super) fn lost_message(
+    producers: &[&Candidate],
+    count: usize,
+    consumer: &Candidate,
+) -> Finding {
+    let ignored = consumer.cause == Some(NewRootCause::UntrustedIgnored);
+    if let ([producer], 1, false) = (producers, count, ignored) {
+        return lost_message_context(producer, consumer);
+    }
+    let mut listed: Vec<String> = producers
+        .iter()
+        .map(|p| format!("span {} (trace {}) in {}", p.span_id, p.trace_id, p.service))
+        .collect();
+    let how_many = if count > producers.len() {
+        listed.push("more".to_owned());
+        format!("more than {}", producers.len())
+    } else {
+        count.to_string()
+    };
+    let listed = listed.join(", ");
+    let mut from: Vec<String> = Vec::new();
+    for p in producers {
+        if !from.iter().any(|s| **s == *p.service) {
+            from.push(p.service.to_string());
+        }
+    }
+    let (rule, message) = if ignored {
+        (
+            Rule::UntrustedIgnored,
+            format!(
+                "{} ignored the context in a message from {} by its trust policy for the \
+destination and started trace {} (lens.trace.new_root = untrusted:ignored; producer {listed}): \
+expected where its policy ignores that destination's publishers; trust or link them to keep \
+the trace (docs/propagation-rules.md#trust)",
+                consumer.service,
+                from.join(" or "),
+                consumer.trace_id
+            ),
+        )
+    } else {
+        let certain = matches!(
+            consumer.cause,
+            Some(NewRootCause::NoTraceparent | NewRootCause::Rejected(_))
+        );
+        let why = advice(
+            &from.join(" or "),
+            &consumer.service,
+            consumer.cause.as_ref(),
+            true,
+        );
+        (
+            if certain {
+                Rule::LostContext
+            } else {
+                Rule::AmbiguousProducer
+            },
+            format!(
+                "context {} over a queue: {} started trace {} for a message from a \
+destination that {how_many} producers sent to in the same window without message ids: {listed}; \
+{why}",
+                if certain { "lost" } else { "likely lost" },
+                consumer.service,
+                consumer.trace_id
+            ),
+        )
+    };
+    let mut finding = Finding {
+        rule,
+        trace_ids: producers.iter().map(|p| p.trace_id).collect(),
+        span_ids: producers.iter().map(|p| p.span_id).collect(),
+        services: from,
+        message,
+    };
+    finding.trace_ids.push(consumer.trace_id);
+    finding.span_ids.push(consumer.span_id);
+    finding.services.push(consumer.service.to_string());
+    finding
 }
 
 fn lost(from: &Candidate, to: &Candidate, message: String) -> Finding {

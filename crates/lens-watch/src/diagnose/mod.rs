@@ -17,6 +17,7 @@
 mod conventions;
 mod dropped;
 mod finding;
+mod message;
 mod new_root;
 mod pairing;
 mod queues;
@@ -34,6 +35,7 @@ pub use new_root::{NEW_ROOT_ATTRIBUTE, NewRootCause};
 use crate::assemble::{Assembler, TraceEntry};
 use crate::model::{Span, SpanId, SpanKind, TraceId};
 use pairing::{PendingLink, Side};
+use queues::QueueIndex;
 use rules::SpanIndex;
 
 /// The doctor's tolerances and bounds.
@@ -54,8 +56,12 @@ pub struct DoctorConfig {
     pub max_candidates: usize,
     /// How long (in span time) a candidate waits for its other side (default 60 s).
     pub candidate_horizon_nanos: u64,
-    /// How long after a message is sent its consumer's new trace may start and still be taken
-    /// for the message's lost hop (default 2 s, `lens watch`'s quiet window).
+    /// The pairing window over a queue: how long after a message is sent a consumer's new
+    /// trace may start and still be taken for the message's lost hop, where the two sides
+    /// record no message id in common (default 2 s, `lens watch`'s quiet window). A consumer
+    /// whose message id (JetStream stream sequence, Kafka partition and offset) is the
+    /// producer's pairs at any time within [`DoctorConfig::candidate_horizon_nanos`]
+    /// (docs/doctor.md#over-a-queue).
     pub queue_window_nanos: u64,
 }
 
@@ -96,9 +102,8 @@ pub struct Doctor {
     /// PRODUCER spans without a consumer child, and CONSUMER roots: a queue's lost hop.
     producers: Side,
     consumer_roots: Side,
-    /// PRODUCER spans a consumer root linked to (continued by link), oldest first for the bound.
-    continued: HashSet<SpanId>,
-    continued_order: VecDeque<SpanId>,
+    /// The queue hop's indexes: producers by span id, both sides by message id, links.
+    queue: QueueIndex,
     pending_links: HashMap<SpanId, PendingLink>,
     pending_order: VecDeque<SpanId>,
     /// Spans already taken as one side of a hop (a reopened trace is diagnosed again: its hop
@@ -171,9 +176,49 @@ exported twice, or a span id generator that repeats",
             self.single_span(others, id, span, &by_id, partial, &mut findings);
         }
         let reopened = trace.completions > 1;
-        for span in spans.iter().filter(|s| s.kind == SpanKind::Producer) {
-            if !partial && parents.binary_search(&span.span_id).is_err() {
-                self.unconsumed_producer(span, &mut findings);
+        // A queue's lost hop (queues.rs): every producer, with the services its message
+        // reached in this trace; every consumer that starts its trace.
+        if !partial {
+            let mut consumed: Vec<(SpanId, Arc<str>)> = spans
+                .iter()
+                .filter_map(|child| {
+                    let producer = by_id.get(child.parent_span_id?)?;
+                    (producer.kind == SpanKind::Producer
+                        && (child.kind == SpanKind::Consumer
+                            || child.resource.service != producer.resource.service))
+                        .then(|| (producer.span_id, Arc::clone(&child.resource.service)))
+                })
+                .collect();
+            consumed.sort_unstable();
+            // A PRODUCER span with a PRODUCER child of its service wraps the send (pika's
+            // BlockingChannel.basic_publish around Channel.basic_publish): the child stands
+            // for the message.
+            let mut wrappers: Vec<SpanId> = spans
+                .iter()
+                .filter(|child| child.kind == SpanKind::Producer)
+                .filter_map(|child| {
+                    let parent = by_id.get(child.parent_span_id?)?;
+                    (parent.kind == SpanKind::Producer
+                        && parent.resource.service == child.resource.service)
+                        .then_some(parent.span_id)
+                })
+                .collect();
+            wrappers.sort_unstable();
+            for span in spans.iter().filter(|s| {
+                s.kind == SpanKind::Producer && wrappers.binary_search(&s.span_id).is_err()
+            }) {
+                let from = consumed.partition_point(|(id, _)| *id < span.span_id);
+                let services: Vec<Arc<str>> = consumed[from..]
+                    .iter()
+                    .take_while(|(id, _)| *id == span.span_id)
+                    .map(|(_, service)| Arc::clone(service))
+                    .collect();
+                self.producer(span, &services, &mut findings);
+            }
+            for span in spans.iter().filter(|s| s.kind == SpanKind::Consumer) {
+                if queues::starts_trace(span, |id| by_id.get(id)) {
+                    self.consumer_root(span, &mut findings);
+                }
             }
         }
         for span in spans.iter().filter(|s| s.kind == SpanKind::Client) {
@@ -215,6 +260,7 @@ exported twice, or a span id generator that repeats",
         self.roots.prune(max, oldest);
         self.producers.prune(max, oldest);
         self.consumer_roots.prune(max, oldest);
+        self.queue.prune(&self.producers, &self.consumer_roots, max);
         while self.pending_order.len() > max {
             if let Some(id) = self.pending_order.pop_front() {
                 self.pending_links.remove(&id);

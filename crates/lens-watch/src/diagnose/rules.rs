@@ -78,8 +78,6 @@ set the parent to the span's own context",
             None => {
                 if span.kind == SpanKind::Server {
                     self.new_root(others, span, findings);
-                } else if span.kind == SpanKind::Consumer {
-                    self.consumer_root(span, findings);
                 }
             }
         }
