@@ -204,7 +204,7 @@ fn an_unknown_rule_is_a_usage_error_listing_the_rules() {
         run.stderr.contains(
             "the rules: lost-context, untrusted-linked, missing-parent, clock-skew, \
 flag-dropped, tracestate-dropped, baggage-dropped, self-parent, duplicate-span-id, dangling-link, \
-ambiguous-producer, untrusted-ignored"
+ambiguous-producer, untrusted-ignored, ambiguous-hop"
         ),
         "{}",
         run.stderr

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::NewRootCause;
-use crate::model::{Span, SpanId, TraceId, Value};
+use crate::model::{Resource, Span, SpanId, TraceId, Value};
 
 /// What identifies a request on both sides of the wire.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -79,14 +79,21 @@ impl Host {
     }
 }
 
-/// The addresses one side of a hop reports: a client the one it called; a server every one it
-/// names (the Host header, the socket it listens on, its configured name), each host marked
-/// whether it is the address the client used.
+/// Where one side of a hop says the request went: a client the address it called; a server
+/// every one it names (the Host header, the socket it listens on, its configured name), each
+/// host marked whether it is the address the client used, and which instance it is. With the
+/// request's query, what pairs a hop whose addresses differ (behind a proxy or load balancer).
 #[derive(Clone, Debug, Default)]
 pub(super) struct Address {
     /// (host, the address the client used).
     pub(super) hosts: Vec<(Host, bool)>,
     pub(super) ports: Vec<u16>,
+    /// The request's query string: the client's from its URL, the server's from `url.query`
+    /// (or its target or URL); `None` where the side records none.
+    pub(super) query: Option<Box<str>>,
+    /// The instance of a server that answered, where its resource names one
+    /// ([`instance_of`]); the name alone is held, not the resource.
+    pub(super) instance: Option<Arc<str>>,
 }
 
 impl Address {
@@ -111,6 +118,31 @@ impl Address {
         let (host, port) = split_host_port(value);
         self.host(host, client_s);
         self.port(port);
+    }
+
+    /// Whether both sides' queries can be the same request's: one side records none, or the
+    /// same parameters in the same order with the same values, a value redacted on either side
+    /// (`REDACTED`, as the conventions and lens write a credential) matching any; an empty
+    /// parameter (a query held to [`MAX_QUERY`]) matches the rest.
+    pub(super) fn same_query(&self, server: &Address) -> bool {
+        let (Some(a), Some(b)) = (&self.query, &server.query) else {
+            return true;
+        };
+        let (mut a, mut b) = (a.split('&'), b.split('&'));
+        loop {
+            match (a.next(), b.next()) {
+                (None, None) => return true,
+                (Some(""), _) | (_, Some("")) => return true,
+                (Some(x), Some(y)) => {
+                    let (kx, vx) = x.split_once('=').unwrap_or((x, ""));
+                    let (ky, vy) = y.split_once('=').unwrap_or((y, ""));
+                    if kx != ky || (vx != vy && vx != "REDACTED" && vy != "REDACTED") {
+                        return false;
+                    }
+                }
+                _ => return false,
+            }
+        }
     }
 
     /// Whether a server reporting `server` can be the one a client reporting `self` called:
@@ -152,6 +184,33 @@ pub(super) fn int(span: &Span, keys: &[&str]) -> Option<u16> {
         Value::String(s) => s.parse().ok(),
         _ => None,
     })
+}
+
+/// The most of a query a candidate holds (a hostile query cannot grow the index).
+pub(super) const MAX_QUERY: usize = 256;
+
+/// A query string without any fragment; `None` for an empty one. A longer one than
+/// [`MAX_QUERY`] is held to its last whole parameter within the bound, then `&`: an empty last
+/// parameter says the rest is unknown ([`Address::same_query`]).
+pub(super) fn query(query: &str) -> Option<Box<str>> {
+    let query = query.split('#').next().unwrap_or(query);
+    if query.is_empty() {
+        return None;
+    }
+    if query.len() <= MAX_QUERY {
+        return Some(query.into());
+    }
+    let cut = query.as_bytes()[..MAX_QUERY]
+        .iter()
+        .rposition(|b| *b == b'&')
+        .map_or(0, |at| at + 1);
+    Some(format!("{}&", &query[..cut]).into())
+}
+
+/// The query of a URL or a request target (after `?`, before `#`).
+pub(super) fn query_of(url_or_target: &str) -> Option<Box<str>> {
+    let (_, rest) = url_or_target.split_once('?')?;
+    query(rest)
 }
 
 /// `scheme://host[:port]/path?query` to (host, port, path); the default port for the scheme.
@@ -246,9 +305,11 @@ pub(super) fn candidate(
         HopKey::Rpc(full)
     } else {
         let method = text(span, &["http.request.method", "http.method"])?.to_ascii_uppercase();
-        let url = text(span, &["url.full", "http.url"]).and_then(split_url);
+        let full = text(span, &["url.full", "http.url"]);
+        let url = full.and_then(split_url);
         match role {
             Role::Client => {
+                address.query = full.and_then(query_of);
                 let (url_host, url_port, path) = url?;
                 // The stable client attributes, where the URL did not say.
                 let (host, port) = match text(span, &["server.address"]) {
@@ -260,6 +321,11 @@ pub(super) fn candidate(
                 HopKey::Http(method, path)
             }
             Role::Server => {
+                let target = text(span, &["url.path", "http.target"]);
+                address.query = match text(span, &["url.query"]) {
+                    Some(value) => query(value),
+                    None => target.or(full).and_then(query_of),
+                };
                 let path = match url {
                     Some((host, port, path)) => {
                         address.host(&host, true);
@@ -267,7 +333,7 @@ pub(super) fn candidate(
                         path
                     }
                     None => {
-                        let path = text(span, &["url.path", "http.target"])?;
+                        let path = target?;
                         path.split(['?', '#']).next().unwrap_or(path).to_owned()
                     }
                 };
@@ -284,6 +350,9 @@ pub(super) fn candidate(
             }
         }
     };
+    if role == Role::Server {
+        address.instance = instance_of(&span.resource).map(Arc::from);
+    }
     Some((
         key,
         Candidate {
@@ -297,6 +366,20 @@ pub(super) fn candidate(
             message: None,
         },
     ))
+}
+
+/// The instance a resource names: `service.instance.id`, else its host (`host.name`,
+/// `host.id`, `k8s.pod.name`).
+pub(super) fn instance_of(resource: &Resource) -> Option<&str> {
+    [
+        "service.instance.id",
+        "host.name",
+        "host.id",
+        "k8s.pod.name",
+    ]
+    .iter()
+    .find_map(|k| crate::model::attribute(&resource.attributes, k).and_then(Value::as_str))
+    .filter(|s| !s.is_empty())
 }
 
 /// A server's `server.address`/`server.port` (a port inside the address too) and

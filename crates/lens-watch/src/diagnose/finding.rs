@@ -65,11 +65,15 @@ pub enum Rule {
     /// A consumer whose trust policy ignored the context in a message on purpose
     /// (`lens.trace.new_root` = `untrusted:ignored`).
     UntrustedIgnored,
+    /// A CLIENT span without a child, and several new root SERVER spans for the same request
+    /// within it at other addresses (behind a proxy or load balancer): context was lost on one
+    /// of them, which one the doctor cannot tell.
+    AmbiguousHop,
 }
 
 impl Rule {
     /// Every rule, in the order docs/doctor.md explains them.
-    pub const ALL: [Rule; 12] = [
+    pub const ALL: [Rule; 13] = [
         Rule::LostContext,
         Rule::UntrustedLinked,
         Rule::MissingParent,
@@ -82,6 +86,7 @@ impl Rule {
         Rule::DanglingLink,
         Rule::AmbiguousProducer,
         Rule::UntrustedIgnored,
+        Rule::AmbiguousHop,
     ];
 
     /// The rule's id: `lost-context`, `untrusted-linked`, ...
@@ -99,6 +104,7 @@ impl Rule {
             Rule::DanglingLink => "dangling-link",
             Rule::AmbiguousProducer => "ambiguous-producer",
             Rule::UntrustedIgnored => "untrusted-ignored",
+            Rule::AmbiguousHop => "ambiguous-hop",
         }
     }
 
@@ -311,29 +317,116 @@ them"
     }
 }
 
+/// How a lost hop's two sides were paired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Pairing {
+    /// The server reports the address the client called.
+    Address,
+    /// By the request and time alone: the addresses differ.
+    Request,
+}
+
+/// `service`, with the instance that answered where its resource names one:
+/// `rust-relay (instance relay-3)`.
+fn receiver(server: &Candidate) -> String {
+    match server.address.instance.as_deref() {
+        Some(instance) => format!("{} (instance {instance})", server.service),
+        None => server.service.to_string(),
+    }
+}
+
 /// `lost-context` on a request: `client`'s span got no child, and `server` started a new trace
 /// for the same request.
-pub(super) fn lost_context(client: &Candidate, server: &Candidate) -> Finding {
+pub(super) fn lost_context(client: &Candidate, server: &Candidate, by: Pairing) -> Finding {
     let why = advice(
         &client.service,
         &server.service,
         server.cause.as_ref(),
         false,
     );
+    let paired = match by {
+        Pairing::Address => "",
+        Pairing::Request => {
+            ", paired by request and time (behind a proxy or load balancer: the addresses differ)"
+        }
+    };
     lost(
         client,
         server,
         format!(
             "context lost on {} -> {}: client span {} (trace {}) has no child, and {} started \
-trace {} for the same request; {why}",
+trace {} for the same request{paired}; {why}",
             client.service,
-            server.service,
+            receiver(server),
             client.span_id,
             client.trace_id,
             server.service,
             server.trace_id
         ),
     )
+}
+
+/// `ambiguous-hop`: `this` (a childless client when `!this_is_server`, else a new root) fits
+/// each of `others` by request and time, none at its address; `all` of them fit in all. The
+/// traces, spans and services are the clients' first, then the servers' (a service once).
+pub(super) fn ambiguous_hop(
+    this: &Candidate,
+    others: &[&Candidate],
+    all: usize,
+    this_is_server: bool,
+) -> Finding {
+    let (mut trace_ids, mut span_ids, mut services) =
+        (Vec::new(), Vec::new(), Vec::<String>::new());
+    let (first, then): (&[&Candidate], &[&Candidate]) = if this_is_server {
+        (others, &[this])
+    } else {
+        (&[this], others)
+    };
+    for c in first.iter().chain(then) {
+        trace_ids.push(c.trace_id);
+        span_ids.push(c.span_id);
+        if !services.iter().any(|s| **s == *c.service) {
+            services.push(c.service.to_string());
+        }
+    }
+    let listed = |c: &Candidate| {
+        if this_is_server {
+            format!(
+                "client span {} of {} (trace {})",
+                c.span_id, c.service, c.trace_id
+            )
+        } else {
+            format!("trace {} of {}", c.trace_id, receiver(c))
+        }
+    };
+    let mut list: Vec<String> = others.iter().map(|c| listed(c)).collect();
+    if all > others.len() {
+        list.push(format!("{} more", all - others.len()));
+    }
+    let list = list.join(", ");
+    let message = if this_is_server {
+        format!(
+            "{} started trace {} for a request that {all} childless client spans made at the same \
+time, none at its address (behind a proxy or load balancer): context was lost on one of {list}; \
+`lens probe` settles which for a request it makes itself",
+            receiver(this),
+            this.trace_id
+        )
+    } else {
+        format!(
+            "context lost on {}: client span {} (trace {}) has no child, and {all} new roots for the \
+same request started within it, none at its address (behind a proxy or load balancer): {list}; \
+`lens probe` settles which for a request it makes itself",
+            this.service, this.span_id, this.trace_id
+        )
+    };
+    Finding {
+        rule: Rule::AmbiguousHop,
+        trace_ids,
+        span_ids,
+        services,
+        message,
+    }
 }
 
 /// `lost-context` over a queue: `producer`'s message went without its context, and

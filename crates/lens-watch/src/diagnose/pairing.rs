@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::conventions::{Candidate, HopKey, Role, candidate};
-use super::finding::{Finding, lost_context, untrusted_linked};
+use super::finding::{Finding, Pairing, ambiguous_hop, lost_context, untrusted_linked};
 use super::{Doctor, DoctorConfig, NewRootCause, Traces};
 use crate::model::{Span, SpanId, SpanKind, TraceId};
 
@@ -105,41 +105,112 @@ pub(super) struct PendingLink {
     pub(super) server_service: Arc<str>,
     pub(super) linked_trace: TraceId,
 }
-/// Whether a server span began and ended within a client span (with the tolerances) and at
-/// the address the client called (when both say).
-pub(super) fn matches(client: &Candidate, server: &Candidate, config: &DoctorConfig) -> bool {
+/// Whether a server span began and ended within a client span (with the tolerances), in
+/// another service and another trace.
+pub(super) fn within(client: &Candidate, server: &Candidate, config: &DoctorConfig) -> bool {
     if client.service == server.service || client.trace_id == server.trace_id {
         return false;
     }
-    let within = server.start.saturating_add(config.start_tolerance_nanos) >= client.start
+    server.start.saturating_add(config.start_tolerance_nanos) >= client.start
         && server.start <= client.end.saturating_add(config.start_tolerance_nanos)
-        && server.end <= client.end.saturating_add(config.end_margin_nanos);
-    within && client.address.reached(&server.address)
+        && server.end <= client.end.saturating_add(config.end_margin_nanos)
 }
 
-/// Of `candidates` (in order of start, moving away from the other side's start), the key of the
-/// one that fits with the least gap (`fit`: the gap, or `None` when it does not match). The gap
-/// is at least the distance between the two starts, so the scan stops at the first candidate
-/// whose `distance` (once moving away) is no less than the best gap found.
+/// Whether a server span began and ended within a client span (with the tolerances), for the
+/// same query, at the address the client called (when both say).
+pub(super) fn matches(client: &Candidate, server: &Candidate, config: &DoctorConfig) -> bool {
+    within(client, server, config)
+        && client.address.same_query(&server.address)
+        && client.address.reached(&server.address)
+}
+
+/// How far a new root is from saying that no context arrived, for pairing by request: 0 for a
+/// lens server that received no traceparent or rejected it, 1 for one that says nothing (not
+/// lens) or that its policy ignored a context.
+fn preference(server: &Candidate) -> u8 {
+    match server.cause {
+        Some(NewRootCause::NoTraceparent | NewRootCause::Rejected(_)) => 0,
+        _ => 1,
+    }
+}
+
+/// The most candidates one completion looks at: the per-completion cost stays flat however
+/// many wait for the same request.
+const MAX_SCAN: usize = 1024;
+
+/// The most candidates an `ambiguous-hop` warning lists.
+pub(super) const MAX_LISTED: usize = 8;
+
+/// What one completion found on the other side.
+#[derive(Debug, PartialEq)]
+pub(super) enum Pick {
+    /// One at the address the client called: the tightest fit.
+    Address((u64, u64)),
+    /// None at the address, exactly one by request and time.
+    Request((u64, u64)),
+    /// None at the address, several by request and time (at most [`MAX_LISTED`], and how many
+    /// in all).
+    Several(Vec<(u64, u64)>, usize),
+    /// None.
+    Nothing,
+}
+
+/// Of `candidates` (in order of start, moving away from the other side's start), the one that
+/// fits at the client's address with the least gap (`fit`: the gap, or `None` when it does
+/// not match); else those that fit by request (`by_request`: the preference of one that does,
+/// lowest first, see [`preference`]). The gap is at least the distance between the two
+/// starts, so the scan stops at the first candidate whose `distance` (once moving away) is no
+/// less than the best gap found; it looks at [`MAX_SCAN`] candidates at most.
 pub(super) fn tightest<'a>(
     candidates: impl Iterator<Item = (&'a (u64, u64), &'a Candidate)>,
     distance: impl Fn(&Candidate) -> Option<u64>,
     fit: impl Fn(&Candidate) -> Option<u64>,
-) -> Option<(u64, u64)> {
+    by_request: impl Fn(&Candidate) -> Option<u8>,
+) -> Pick {
     let mut best: Option<((u64, u64), u64)> = None;
-    for (at, c) in candidates {
+    // (preference, at) of the request fits, and how many of the best preference.
+    let mut requests: Vec<(u8, (u64, u64))> = Vec::new();
+    let mut best_preference = u8::MAX;
+    let mut of_best = 0usize;
+    for (at, c) in candidates.take(MAX_SCAN) {
         if let (Some((_, least)), Some(d)) = (best, distance(c))
             && d >= least
         {
             break;
         }
-        if let Some(g) = fit(c)
-            && best.is_none_or(|(_, least)| g < least)
+        if let Some(g) = fit(c) {
+            if best.is_none_or(|(_, least)| g < least) {
+                best = Some((*at, g));
+            }
+        } else if best.is_none()
+            && let Some(p) = by_request(c)
         {
-            best = Some((*at, g));
+            if p < best_preference {
+                best_preference = p;
+                of_best = 0;
+                requests.clear();
+            }
+            if p == best_preference {
+                of_best += 1;
+                if requests.len() < MAX_LISTED {
+                    requests.push((p, *at));
+                }
+            }
         }
     }
-    best.map(|(at, _)| at)
+    if let Some((at, _)) = best {
+        return Pick::Address(at);
+    }
+    let listed: Vec<(u64, u64)> = requests
+        .into_iter()
+        .filter(|(p, _)| *p == best_preference)
+        .map(|(_, at)| at)
+        .collect();
+    match (of_best, listed.first()) {
+        (1, Some(at)) => Pick::Request(*at),
+        (0, _) | (_, None) => Pick::Nothing,
+        _ => Pick::Several(listed, of_best),
+    }
 }
 
 /// How far a server span is from filling its client span: the time from the client's start to
@@ -151,6 +222,17 @@ pub(super) fn gap(client: &Candidate, server: &Candidate) -> u64 {
         .start
         .abs_diff(client.start)
         .saturating_add(client.end.abs_diff(server.end))
+}
+
+/// Whether a server span fits a client span by the request and time alone (the addresses
+/// differ: a proxy or load balancer between them), and with what preference.
+pub(super) fn by_request(
+    client: &Candidate,
+    server: &Candidate,
+    config: &DoctorConfig,
+) -> Option<u8> {
+    (within(client, server, config) && client.address.same_query(&server.address))
+        .then(|| preference(server))
 }
 
 impl Doctor {
@@ -199,7 +281,7 @@ impl Doctor {
         };
         // A client of the same request that this root began within.
         let tolerance = self.config.start_tolerance_nanos;
-        let found = self.clients.by_key.get(&key).and_then(|clients| {
+        let found = self.clients.by_key.get(&key).map(|clients| {
             let longest = self.clients.longest.get(&key).copied().unwrap_or(0);
             let from = server
                 .start
@@ -213,11 +295,28 @@ impl Doctor {
                     .rev(),
                 |c| server.start.checked_sub(c.start),
                 |c| matches(c, &server, &self.config).then(|| gap(c, &server)),
+                |c| by_request(c, &server, &self.config),
             )
         });
-        match found.and_then(|at| self.clients.remove(&key, at)) {
-            Some(client) => findings.push(lost_context(&client, &server)),
-            None => {
+        match found.unwrap_or(Pick::Nothing) {
+            Pick::Address(at) => {
+                if let Some(client) = self.clients.remove(&key, at) {
+                    findings.push(lost_context(&client, &server, Pairing::Address));
+                }
+            }
+            Pick::Request(at) => {
+                if let Some(client) = self.clients.remove(&key, at) {
+                    findings.push(lost_context(&client, &server, Pairing::Request));
+                }
+            }
+            Pick::Several(at, all) => {
+                let clients: Vec<&Candidate> = at
+                    .iter()
+                    .filter_map(|at| self.clients.by_key.get(&key)?.get(at))
+                    .collect();
+                findings.push(ambiguous_hop(&server, &clients, all, true));
+            }
+            Pick::Nothing => {
                 self.seq += 1;
                 self.roots.insert(key, self.seq, server);
             }
@@ -239,7 +338,7 @@ impl Doctor {
             return;
         };
         let tolerance = self.config.start_tolerance_nanos;
-        let found = self.roots.by_key.get(&key).and_then(|roots| {
+        let found = self.roots.by_key.get(&key).map(|roots| {
             tightest(
                 roots.range(
                     (client.start.saturating_sub(tolerance), 0)
@@ -247,11 +346,28 @@ impl Doctor {
                 ),
                 |r| r.start.checked_sub(client.start),
                 |r| matches(&client, r, &self.config).then(|| gap(&client, r)),
+                |r| by_request(&client, r, &self.config),
             )
         });
-        match found.and_then(|at| self.roots.remove(&key, at)) {
-            Some(server) => findings.push(lost_context(&client, &server)),
-            None => {
+        match found.unwrap_or(Pick::Nothing) {
+            Pick::Address(at) => {
+                if let Some(server) = self.roots.remove(&key, at) {
+                    findings.push(lost_context(&client, &server, Pairing::Address));
+                }
+            }
+            Pick::Request(at) => {
+                if let Some(server) = self.roots.remove(&key, at) {
+                    findings.push(lost_context(&client, &server, Pairing::Request));
+                }
+            }
+            Pick::Several(at, all) => {
+                let roots: Vec<&Candidate> = at
+                    .iter()
+                    .filter_map(|at| self.roots.by_key.get(&key)?.get(at))
+                    .collect();
+                findings.push(ambiguous_hop(&client, &roots, all, false));
+            }
+            Pick::Nothing => {
                 self.seq += 1;
                 self.clients.insert(key, self.seq, client);
             }
