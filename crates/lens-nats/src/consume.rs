@@ -22,7 +22,7 @@ use opentelemetry::context::FutureExt as _;
 use opentelemetry::trace::TraceContextExt as _;
 use opentelemetry::{Context, KeyValue, StringValue};
 
-use crate::{MessageInfo, Nats, NatsHeaders, ReceiveError, SYSTEM, Server};
+use crate::{Broker, MessageInfo, Nats, NatsHeaders, ReceiveError, SYSTEM, Server};
 
 /// The knobs of the consumer side; [`Consumer::subscriber`], [`Consumer::messages`] and
 /// [`Consumer::receive`] wrap what async-nats gives.
@@ -93,8 +93,9 @@ impl Consumer {
         self
     }
 
-    /// Records `server.address` / `server.port` as these (default: what the server said of
-    /// itself when the client connected, read once when a wrapper is built).
+    /// Records `server.address` / `server.port` as these (default: the server the client
+    /// connected to, as the URL or options given to `connect` name it, read once before a
+    /// wrapper's first span).
     pub fn with_server(mut self, address: impl Into<String>, port: Option<u16>) -> Self {
         self.server = Some(Server::new(address.into(), port));
         self
@@ -104,7 +105,7 @@ impl Consumer {
         Arc::new(Shared {
             options: self.options.clone(),
             parent: self.parent,
-            server: self.server.clone().unwrap_or_else(|| Server::of(client)),
+            broker: Broker::new(client, self.server.clone()),
             inbox_prefix: crate::inbox_prefix(client),
         })
     }
@@ -115,6 +116,7 @@ impl Consumer {
         TracedSubscriber {
             inner: subscriber,
             shared: self.shared(client),
+            resolving: None,
         }
     }
 
@@ -128,6 +130,7 @@ impl Consumer {
         TracedMessages {
             inner: messages,
             shared: self.shared(client),
+            resolving: None,
         }
     }
 
@@ -150,6 +153,7 @@ impl Consumer {
         F: IntoFuture<Output = Result<Batch, async_nats::jetstream::consumer::pull::BatchError>>,
     {
         let shared = self.shared(client);
+        shared.broker.resolve().await;
         let info = MessageInfo {
             subject: destination,
             headers: None,
@@ -236,7 +240,7 @@ impl Consumer {
 struct Shared {
     options: SpanOptions<Nats, DestinationPolicy>,
     parent: ConsumerParent,
-    server: Server,
+    broker: Broker,
     inbox_prefix: String,
 }
 
@@ -251,8 +255,9 @@ impl Shared {
             destination,
             crate::is_temporary(&self.inbox_prefix, destination),
         );
-        operation.server_address = Some(self.server.address.clone());
-        operation.server_port = self.server.port;
+        if let Some(server) = self.broker.get() {
+            operation = operation.with_server(server.address.clone(), server.port);
+        }
         operation
     }
 
@@ -457,11 +462,46 @@ impl Processing<async_nats::jetstream::Message> {
     }
 }
 
+/// Reading the broker's address ([`Broker::resolve`]) from a stream's `poll_next`, before its
+/// first message gets a span.
+type Resolving = Option<Pin<Box<dyn Future<Output = ()> + Send + Sync>>>;
+
+/// Ready once `shared`'s broker is known (at once after the first time).
+fn poll_resolved(
+    shared: &Arc<Shared>,
+    resolving: &mut Resolving,
+    cx: &mut TaskContext<'_>,
+) -> Poll<()> {
+    if shared.broker.is_resolved() {
+        return Poll::Ready(());
+    }
+    let future = resolving.get_or_insert_with(|| {
+        let shared = Arc::clone(shared);
+        Box::pin(async move {
+            shared.broker.resolve().await;
+        })
+    });
+    let poll = future.as_mut().poll(cx);
+    if poll.is_ready() {
+        *resolving = None;
+    }
+    poll
+}
+
 /// A core [`Subscriber`] (plain or queue group) whose messages come in a [`Processing`].
-#[derive(Debug)]
 pub struct TracedSubscriber {
     inner: Subscriber,
     shared: Arc<Shared>,
+    resolving: Resolving,
+}
+
+impl std::fmt::Debug for TracedSubscriber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TracedSubscriber")
+            .field("inner", &self.inner)
+            .field("shared", &self.shared)
+            .finish_non_exhaustive()
+    }
 }
 
 impl TracedSubscriber {
@@ -476,6 +516,9 @@ impl Stream for TracedSubscriber {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
+        if poll_resolved(&this.shared, &mut this.resolving, cx).is_pending() {
+            return Poll::Pending;
+        }
         match Pin::new(&mut this.inner).poll_next(cx) {
             Poll::Ready(Some(message)) => Poll::Ready(Some(this.shared.process(
                 message,
@@ -492,6 +535,7 @@ impl Stream for TracedSubscriber {
 pub struct TracedMessages {
     inner: async_nats::jetstream::consumer::pull::Stream,
     shared: Arc<Shared>,
+    resolving: Resolving,
 }
 
 impl std::fmt::Debug for TracedMessages {
@@ -508,6 +552,9 @@ impl Stream for TracedMessages {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
+        if poll_resolved(&this.shared, &mut this.resolving, cx).is_pending() {
+            return Poll::Pending;
+        }
         match Pin::new(&mut this.inner).poll_next(cx) {
             Poll::Ready(Some(Ok(message))) => Poll::Ready(Some(Ok(this.shared.process(
                 message,

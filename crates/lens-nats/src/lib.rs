@@ -108,7 +108,7 @@ impl lens_span::Adapter for Nats {
     type Status = OperationStatus;
 }
 
-/// The broker's address for `server.address` / `server.port`, read once per wrapper.
+/// The broker's address for `server.address` / `server.port`.
 #[derive(Clone, Debug)]
 struct Server {
     address: StringValue,
@@ -124,10 +124,66 @@ impl Server {
         }
     }
 
-    /// What the server said of itself when `client` connected (its `INFO`).
-    fn of(client: &Client) -> Self {
-        let info = client.server_info();
-        Server::new(info.host, (info.port != 0).then_some(info.port))
+    /// The server `client` connected to, as the user named it (the URL or the options given
+    /// to `connect`): never the address the server says it listens on (its `INFO` host, which
+    /// is `0.0.0.0` for a server listening on every interface). Of a pool of several servers,
+    /// the one whose last connection attempt succeeded (a configured one before one the
+    /// cluster advertised); `None` when the client cannot say (it is closed).
+    async fn connected(client: &Client) -> Option<Server> {
+        let pool = client.server_pool().await.ok()?;
+        let connected = |s: &&async_nats::Server| s.did_connect && s.failed_attempts == 0;
+        let server = pool
+            .iter()
+            .filter(connected)
+            .find(|s| !s.is_discovered)
+            .or_else(|| pool.iter().find(connected))
+            .or_else(|| match pool.as_slice() {
+                [only] => Some(only),
+                _ => None,
+            })?;
+        let host = server.addr.host();
+        (!host.is_empty()).then(|| Server::new(host.to_owned(), Some(server.addr.port())))
+    }
+}
+
+/// Where one wrapper's `server.address` / `server.port` come from: what the user set, else
+/// the server its client connected to, read once (one round trip to the client's connection
+/// task) before the wrapper's first span.
+#[derive(Debug)]
+struct Broker {
+    client: Client,
+    server: std::sync::OnceLock<Option<Server>>,
+}
+
+impl Broker {
+    fn new(client: &Client, server: Option<Server>) -> Self {
+        let broker = Broker {
+            client: client.clone(),
+            server: std::sync::OnceLock::new(),
+        };
+        if let Some(server) = server {
+            let _ = broker.server.set(Some(server));
+        }
+        broker
+    }
+
+    /// The server, once known (`None` before [`Broker::resolve`], or when the client could
+    /// not say).
+    fn get(&self) -> Option<&Server> {
+        self.server.get().and_then(Option::as_ref)
+    }
+
+    fn is_resolved(&self) -> bool {
+        self.server.get().is_some()
+    }
+
+    /// Reads the server from the client the first time (a race reads it twice, harmlessly).
+    async fn resolve(&self) -> Option<&Server> {
+        if !self.is_resolved() {
+            let server = Server::connected(&self.client).await;
+            let _ = self.server.set(server);
+        }
+        self.get()
     }
 }
 

@@ -14,7 +14,7 @@ use lens_span::metrics::Instruments;
 use lens_span::{LiveSpan, SpanOptions};
 use opentelemetry::{Context, KeyValue, StringValue};
 
-use crate::{MessageInfo, Nats, NatsHeaders, SYSTEM, Server};
+use crate::{Broker, MessageInfo, Nats, NatsHeaders, SYSTEM, Server};
 
 /// The knobs of the producer side; [`Producer::client`] and [`Producer::jetstream`] wrap an
 /// async-nats client or JetStream context the user already built.
@@ -65,9 +65,9 @@ impl Producer {
         &mut self.options
     }
 
-    /// Records `server.address` / `server.port` as these (default: what the server said of
-    /// itself when the client connected, read once when the client is wrapped). The outbound
-    /// policy decides by this address.
+    /// Records `server.address` / `server.port` as these (default: the server the client
+    /// connected to, as the URL or options given to `connect` name it, read once before the
+    /// first publish). The outbound policy decides by this address.
     pub fn with_server(mut self, address: impl Into<String>, port: Option<u16>) -> Self {
         self.server = Some(Server::new(address.into(), port));
         self
@@ -87,7 +87,7 @@ impl Producer {
 
     fn shared(self, client: &Client) -> Arc<Shared> {
         Arc::new(Shared {
-            server: self.server.unwrap_or_else(|| Server::of(client)),
+            broker: Broker::new(client, self.server),
             inbox_prefix: crate::inbox_prefix(client),
             options: self.options,
         })
@@ -98,14 +98,14 @@ impl Producer {
 #[derive(Debug)]
 struct Shared {
     options: SpanOptions<Nats, OutboundPolicy>,
-    server: Server,
+    broker: Broker,
     inbox_prefix: String,
 }
 
 impl Shared {
     /// Starts the `send` span of a message to `subject` (when the filter wants one) and injects
     /// its context, or the caller's, into `headers` (when the filter and the policy let it).
-    fn start_send(
+    async fn start_send(
         &self,
         subject: &str,
         headers: &mut HeaderMap,
@@ -117,6 +117,7 @@ impl Shared {
             payload,
             operation: OperationType::Send,
         };
+        let server = self.broker.resolve().await;
         let decision = self.options.filter_decision(&info);
         let parent = Context::current();
         let span = decision.span.then(|| {
@@ -127,15 +128,19 @@ impl Shared {
             if let Some(id) = message_id {
                 operation = operation.with_message_id(id);
             }
-            operation.server_address = Some(self.server.address.clone());
-            operation.server_port = self.server.port;
+            if let Some(server) = server {
+                operation = operation.with_server(server.address.clone(), server.port);
+            }
             self.options
                 .start_operation(&info, &operation, &parent, Vec::new())
         });
         let mut baggage_sent = false;
         if decision.inject {
             let cx = span.as_ref().map_or(&parent, LiveSpan::context);
-            let outbound = self.options.policy().decide(self.server.address.as_str());
+            let outbound = self
+                .options
+                .policy()
+                .decide(server.map_or("", |s| s.address.as_str()));
             self.options
                 .propagation()
                 .inject_message(outbound, cx, &mut NatsHeaders(headers));
@@ -203,7 +208,7 @@ impl TracedClient {
         payload: Bytes,
     ) -> Result<(), async_nats::PublishError> {
         let subject: Subject = subject.to_subject();
-        let span = self.shared.start_send(&subject, &mut headers, &payload);
+        let span = self.shared.start_send(&subject, &mut headers, &payload).await;
         let result = self
             .client
             .publish_with_headers(subject, headers, payload)
@@ -236,7 +241,7 @@ impl TracedClient {
         payload: Bytes,
     ) -> Result<async_nats::Message, async_nats::RequestError> {
         let subject: Subject = subject.to_subject();
-        let span = self.shared.start_send(&subject, &mut headers, &payload);
+        let span = self.shared.start_send(&subject, &mut headers, &payload).await;
         let result = self
             .client
             .request_with_headers(subject, headers, payload)
@@ -291,7 +296,7 @@ impl TracedJetStream {
         async_nats::jetstream::context::PublishError,
     > {
         let subject: Subject = subject.to_subject();
-        let mut span = self.shared.start_send(&subject, &mut headers, &payload);
+        let mut span = self.shared.start_send(&subject, &mut headers, &payload).await;
         let result = match self
             .jetstream
             .publish_with_headers(subject, headers, payload)
