@@ -70,7 +70,9 @@ pub use consume::{
 pub use error::ReceiveError;
 pub use lens_span::FilterDecision;
 pub use lens_span::classify::{Classify, Failure, Outcome};
-pub use lens_span::messaging::{ConsumerParent, DestinationPolicy, OperationStatus, OperationType};
+pub use lens_span::messaging::{
+    ConsumerParent, DestinationPolicy, OperationStatus, OperationType, OutboundDestinationPolicy,
+};
 pub use publish::{Producer, TracedClient, TracedJetStream};
 
 /// `messaging.system` of every span lens-nats makes.

@@ -9,7 +9,9 @@ use async_nats::subject::ToSubject;
 use async_nats::{Client, PublishErrorKind, RequestErrorKind, Subject};
 use bytes::Bytes;
 use lens_core::OutboundPolicy;
-use lens_span::messaging::{MessagingErrors, Operation, OperationStatus, OperationType};
+use lens_span::messaging::{
+    MessagingErrors, Operation, OperationStatus, OperationType, OutboundDestinationPolicy,
+};
 use lens_span::metrics::Instruments;
 use lens_span::{LiveSpan, SpanOptions};
 use opentelemetry::{Context, KeyValue, StringValue};
@@ -28,8 +30,37 @@ use crate::{Broker, MessageInfo, Nats, NatsHeaders, SYSTEM, Server};
 /// traced.publish("jobs.rollout", "payload".into()).await?;
 /// # Ok(()) }
 /// ```
+///
+/// The outbound policy decides per server (`server.address`) and per subject: one NATS server
+/// often carries internal subjects and subjects partners read.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use lens_core::OutboundPolicy;
+/// use lens_nats::OutboundDestinationPolicy;
+///
+/// let client = async_nats::connect("nats.internal:4222").await?;
+/// let traced = lens_nats::Producer::new()
+///     .with_outbound_policy(
+///         // Trace context and baggage to the company's own brokers...
+///         OutboundDestinationPolicy::new(
+///             OutboundPolicy::default().trace_context_only_to(["*.internal", "nats.internal"]),
+///         )
+///         // ...but never on the subjects partners subscribe to.
+///         .for_destination(
+///             "partner.>",
+///             OutboundPolicy::default()
+///                 .trace_context_only_to(Vec::<String>::new())
+///                 .no_baggage(),
+///         ),
+///     )
+///     .client(client);
+/// traced.publish("jobs.rollout", "with context".into()).await?;
+/// traced.publish("partner.orders", "without".into()).await?;
+/// # Ok(()) }
+/// ```
 pub struct Producer {
-    options: SpanOptions<Nats, OutboundPolicy>,
+    options: SpanOptions<Nats, OutboundDestinationPolicy>,
     server: Option<Server>,
 }
 
@@ -43,7 +74,7 @@ impl std::fmt::Debug for Producer {
 }
 
 lens_span::span_knobs!(Producer, request: MessageInfo<'_>, response: OperationStatus,
-    status: OperationStatus, policy: with_outbound_policy(OutboundPolicy));
+    status: OperationStatus, policy: with_outbound_policy(impl Into<OutboundDestinationPolicy>));
 
 impl Producer {
     /// Spans from the global tracer provider (scope `lens-nats`), lens's propagator, context
@@ -52,7 +83,7 @@ impl Producer {
         let mut options = SpanOptions::global(
             "lens-nats",
             env!("CARGO_PKG_VERSION"),
-            OutboundPolicy::default(),
+            OutboundDestinationPolicy::new(OutboundPolicy::default()),
         );
         options.set_instruments(Instruments::Messaging);
         Producer {
@@ -61,7 +92,7 @@ impl Producer {
         }
     }
 
-    fn options_mut(&mut self) -> &mut SpanOptions<Nats, OutboundPolicy> {
+    fn options_mut(&mut self) -> &mut SpanOptions<Nats, OutboundDestinationPolicy> {
         &mut self.options
     }
 
@@ -97,7 +128,7 @@ impl Producer {
 /// What every traced publish of one wrapper reads (never written after it is built: no lock).
 #[derive(Debug)]
 struct Shared {
-    options: SpanOptions<Nats, OutboundPolicy>,
+    options: SpanOptions<Nats, OutboundDestinationPolicy>,
     broker: Broker,
     inbox_prefix: String,
 }
@@ -140,7 +171,7 @@ impl Shared {
             let outbound = self
                 .options
                 .policy()
-                .decide(server.map_or("", |s| s.address.as_str()));
+                .decide(server.map_or("", |s| s.address.as_str()), subject);
             self.options
                 .propagation()
                 .inject_message(outbound, cx, &mut NatsHeaders(headers));

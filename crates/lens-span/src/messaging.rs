@@ -59,7 +59,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use lens_core::policy::{InboundContext, InboundPolicy, InboundRequest};
-use lens_core::{InboundDecision, LensContextExt};
+use lens_core::policy::OutboundDecision;
+use lens_core::{InboundDecision, LensContextExt, OutboundPolicy};
 use opentelemetry::propagation::Extractor;
 use opentelemetry::trace::{Link, SpanKind, TraceContextExt};
 use opentelemetry::{Context, KeyValue, StringValue};
@@ -358,6 +359,76 @@ impl DestinationPolicy {
             .iter()
             .find(|(pattern, _)| subject_matches(pattern, destination))
             .map_or(&self.default, |(_, policy)| policy)
+    }
+}
+
+/// The outbound policy of a producer, chosen per destination as well as per server: one broker
+/// carries internal and external destinations, so the first rule whose pattern matches the
+/// message's destination decides (by the server's address, as lens-core's [`OutboundPolicy`]
+/// does), else the default. Patterns are those of [`DestinationPolicy`].
+///
+/// ```
+/// use lens_core::OutboundPolicy;
+/// use lens_span::messaging::OutboundDestinationPolicy;
+///
+/// let policy = OutboundDestinationPolicy::new(
+///     // Context to the company's brokers only...
+///     OutboundPolicy::default().trace_context_only_to(["*.internal"]),
+/// )
+/// // ...and never on the subjects partners read, whichever broker carries them.
+/// .for_destination(
+///     "partner.>",
+///     OutboundPolicy::default().trace_context_only_to(Vec::<String>::new()).no_baggage(),
+/// );
+///
+/// assert!(policy.decide("nats.internal", "jobs.rollout").trace_context);
+/// assert!(!policy.decide("nats.internal", "partner.orders").trace_context);
+/// assert!(!policy.decide("nats.internal", "partner.orders").baggage);
+/// assert!(!policy.decide("broker.example.com", "jobs.rollout").trace_context);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct OutboundDestinationPolicy {
+    default: OutboundPolicy,
+    rules: Arc<[(String, OutboundPolicy)]>,
+}
+
+impl From<OutboundPolicy> for OutboundDestinationPolicy {
+    /// `policy` for every destination.
+    fn from(policy: OutboundPolicy) -> Self {
+        OutboundDestinationPolicy::new(policy)
+    }
+}
+
+impl OutboundDestinationPolicy {
+    /// `default` for every destination no rule names.
+    pub fn new(default: OutboundPolicy) -> Self {
+        OutboundDestinationPolicy {
+            default,
+            rules: Arc::from(Vec::new()),
+        }
+    }
+
+    /// `policy` for destinations matching `pattern` (after the rules added before it).
+    pub fn for_destination(mut self, pattern: impl Into<String>, policy: OutboundPolicy) -> Self {
+        let mut rules = self.rules.to_vec();
+        rules.push((pattern.into(), policy));
+        self.rules = Arc::from(rules);
+        self
+    }
+
+    /// The policy for `destination`.
+    #[inline]
+    pub fn policy_for(&self, destination: &str) -> &OutboundPolicy {
+        self.rules
+            .iter()
+            .find(|(pattern, _)| subject_matches(pattern, destination))
+            .map_or(&self.default, |(_, policy)| policy)
+    }
+
+    /// What a message to `destination` on the broker at `server` may carry.
+    #[inline]
+    pub fn decide(&self, server: &str, destination: &str) -> OutboundDecision {
+        self.policy_for(destination).decide(server)
     }
 }
 
