@@ -5,7 +5,8 @@ use std::collections::VecDeque;
 use std::future::{Future, IntoFuture};
 use std::ops::Deref;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context as TaskContext, Poll};
 
 use async_nats::header::{HeaderMap, NATS_MESSAGE_ID};
@@ -17,6 +18,7 @@ use lens_span::messaging::{
     ConsumerParent, DestinationPolicy, MessagingErrors, Operation, OperationStatus, OperationType,
 };
 use lens_span::metrics::Instruments;
+use lens_span::classify::Outcome;
 use lens_span::{LiveSpan, SpanOptions};
 use opentelemetry::context::FutureExt as _;
 use opentelemetry::trace::TraceContextExt as _;
@@ -309,7 +311,10 @@ impl Shared {
         });
         Processing {
             message,
-            span,
+            span: span.map(|live| ProcessSpan {
+                live,
+                failure: OnceLock::new(),
+            }),
             shared: Arc::clone(self),
         }
     }
@@ -364,8 +369,24 @@ impl NatsMessage for async_nats::jetstream::Message {
 /// this is dropped or [`Processing::into_inner`] is called.
 pub struct Processing<M> {
     message: M,
-    span: Option<LiveSpan>,
+    span: Option<ProcessSpan>,
     shared: Arc<Shared>,
+}
+
+/// A `process` span and the failure recorded on it while it is shared (by the handler of
+/// [`Processing::process`], inside [`Processing::in_span`]): applied when the span ends.
+#[derive(Debug)]
+struct ProcessSpan {
+    live: LiveSpan,
+    failure: OnceLock<Outcome>,
+}
+
+impl Drop for ProcessSpan {
+    fn drop(&mut self) {
+        if let Some(failure) = self.failure.take() {
+            self.live.record(failure);
+        }
+    }
 }
 
 impl<M: std::fmt::Debug> std::fmt::Debug for Processing<M> {
@@ -390,7 +411,7 @@ impl<M> Processing<M> {
     /// Context current now when the filter gave the message no span.
     pub fn context(&self) -> Context {
         match &self.span {
-            Some(span) => span.context().clone(),
+            Some(span) => span.live.context().clone(),
             None => Context::current(),
         }
     }
@@ -402,19 +423,92 @@ impl<M> Processing<M> {
     }
 
     /// Records that handling the message failed: `error.type` and status Error on the
-    /// `process` span (the failure hook runs).
-    pub fn fail(&mut self, error_type: &'static str, description: impl Into<String>) {
-        if let Some(span) = &mut self.span {
-            span.record(lens_span::classify::Outcome::failure(
-                error_type,
-                description.into(),
-            ));
+    /// `process` span when it ends (the failure hook runs then). Callable while the span is
+    /// current (inside [`Processing::in_span`] or [`Processing::process`]); the first failure
+    /// recorded is the one kept.
+    pub fn fail(&self, error_type: &'static str, description: impl Into<String>) {
+        self.fail_with(Outcome::failure(error_type, description.into()));
+    }
+
+    fn fail_with(&self, outcome: Outcome) {
+        if let Some(span) = &self.span {
+            let _ = span.failure.set(outcome);
         }
+    }
+
+    /// Handles the message with `handler`, the `process` span current while it runs (what it
+    /// publishes is the span's child; it may `ack` a JetStream message or [`fail`] it), and
+    /// ends the span once it returns. An `Err` is recorded on the span (`error.type` = the
+    /// error's type name, the conventions' fallback; status Error with its message), as is a
+    /// panic (`error.type` = `panic`, the panic then going on), as every lens adapter does.
+    ///
+    /// [`fail`]: Processing::fail
+    ///
+    /// ```no_run
+    /// # async fn run(client: async_nats::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// use futures_util::StreamExt;
+    ///
+    /// let consumer = lens_nats::Consumer::new();
+    /// let mut jobs = consumer.subscriber(&client, client.subscribe("jobs.>").await?);
+    /// while let Some(job) = jobs.next().await {
+    ///     let handled = job
+    ///         .process(async |job| {
+    ///             let text = std::str::from_utf8(&job.payload)?;
+    ///             println!("{text}");
+    ///             Ok::<_, std::str::Utf8Error>(())
+    ///         })
+    ///         .await;
+    ///     if let Err(e) = handled {
+    ///         eprintln!("job failed: {e}"); // and recorded on its span
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn process<T, E>(
+        self,
+        handler: impl AsyncFnOnce(&Processing<M>) -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        E: std::fmt::Display,
+    {
+        let cx = self.context();
+        let result = CatchPanic {
+            inner: std::pin::pin!(handler(&self)),
+            processing: &self,
+        }
+        .with_context(cx)
+        .await;
+        if let Err(e) = &result {
+            self.fail_with(Outcome::error_of::<E>(e.to_string()));
+        }
+        result
     }
 
     /// Ends the `process` span and gives the message back.
     pub fn into_inner(self) -> M {
         self.message
+    }
+}
+
+/// A handler's future that records a panic on its message's `process` span before the panic
+/// goes on (the span ends when the runtime drops the task).
+struct CatchPanic<'a, F, M> {
+    inner: Pin<&'a mut F>,
+    processing: &'a Processing<M>,
+}
+
+impl<F: Future, M> Future for CatchPanic<'_, F, M> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
+        let this = &mut *self;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| this.inner.as_mut().poll(cx))) {
+            Ok(poll) => poll,
+            Err(panic) => {
+                this.processing.fail_with(Outcome::panic());
+                std::panic::resume_unwind(panic)
+            }
+        }
     }
 }
 

@@ -59,6 +59,7 @@ use crate::{Broker, MessageInfo, Nats, NatsHeaders, SYSTEM, Server};
 /// traced.publish("partner.orders", "without".into()).await?;
 /// # Ok(()) }
 /// ```
+#[derive(Clone)]
 pub struct Producer {
     options: SpanOptions<Nats, OutboundDestinationPolicy>,
     server: Option<Server>,
