@@ -51,6 +51,7 @@ pub struct Consumer {
     options: SpanOptions<Nats, DestinationPolicy>,
     parent: ConsumerParent,
     server: Option<Server>,
+    names: crate::Names,
 }
 
 impl std::fmt::Debug for Consumer {
@@ -59,6 +60,7 @@ impl std::fmt::Debug for Consumer {
             .field("options", &self.options)
             .field("parent", &self.parent)
             .field("server", &self.server)
+            .field("names", &self.names)
             .finish()
     }
 }
@@ -80,6 +82,7 @@ impl Consumer {
             options,
             parent: ConsumerParent::Message,
             server: None,
+            names: crate::Names::default(),
         }
     }
 
@@ -103,23 +106,114 @@ impl Consumer {
         self
     }
 
-    fn shared(&self, client: &Client) -> Arc<Shared> {
+    /// Names the spans and metrics of messages to subjects matching `pattern` by it
+    /// (`messaging.destination.template`), before the subscription's own subject pattern: a
+    /// subscription to one subject per run (`rollout.jobs.7f3a`) under
+    /// `with_destination_template("rollout.jobs.*")` makes no new span name or metric series
+    /// per run. The first declared pattern a subject matches wins.
+    pub fn with_destination_template(mut self, pattern: impl Into<String>) -> Self {
+        self.names.templates = self.names.templates.with(pattern);
+        self
+    }
+
+    /// Says the subjects are few (low cardinality): the metrics then carry each message's
+    /// subject (`messaging.destination.name`). Off by default: the metrics carry the
+    /// destination template, and spans always carry the subject.
+    pub fn with_low_cardinality_subjects(mut self, on: bool) -> Self {
+        self.names.subjects_in_metrics = on;
+        self
+    }
+
+    /// Records `messaging.message.body.size` on each span (opt-in, as the conventions have it).
+    pub fn with_message_body_size(mut self, on: bool) -> Self {
+        self.names.body_size = on;
+        self
+    }
+
+    fn shared(&self, client: &Client, subscription: Subscription) -> Arc<Shared> {
         Arc::new(Shared {
             options: self.options.clone(),
             parent: self.parent,
             broker: Broker::new(client, self.server.clone()),
             inbox_prefix: crate::inbox_prefix(client),
+            names: self.names.clone(),
+            subscription,
         })
     }
 
-    /// Wraps a core subscriber (from `subscribe` or `queue_subscribe`) of `client`: it yields
-    /// each message in a [`Processing`].
-    pub fn subscriber(&self, client: &Client, subscriber: Subscriber) -> TracedSubscriber {
-        TracedSubscriber {
-            inner: subscriber,
-            shared: self.shared(client),
+    /// Wraps any stream of `client`'s messages: a core subscriber, a JetStream push, ordered
+    /// or pull consumer's messages (`Result`s or not); each comes in a [`Processing`].
+    /// `subscription` says what the stream reads: its subject pattern (the destination
+    /// template of the spans and metrics), queue group, durable or named consumer.
+    ///
+    /// ```no_run
+    /// # async fn run(client: async_nats::Client) -> Result<(), async_nats::Error> {
+    /// use futures_util::StreamExt;
+    /// use lens_nats::Subscription;
+    ///
+    /// let jetstream = async_nats::jetstream::new(client.clone());
+    /// let stream = jetstream.get_stream("ORDERS").await?;
+    /// let mut pull: async_nats::jetstream::consumer::PullConsumer =
+    ///     stream.get_consumer("billing").await?;
+    /// let subscription = Subscription::of_jetstream(pull.info().await?);
+    /// let consumer = lens_nats::Consumer::new();
+    /// let mut orders = consumer.stream(&client, subscription, pull.messages().await?);
+    /// while let Some(order) = orders.next().await {
+    ///     order?.process(async |order| order.ack().await).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn stream<S>(
+        &self,
+        client: &Client,
+        subscription: Subscription,
+        stream: S,
+    ) -> TracedStream<S> {
+        TracedStream {
+            inner: stream,
+            shared: ConsumerShared(self.shared(client, subscription)),
             resolving: None,
         }
+    }
+
+    /// Subscribes `client` to `subject` (a pattern: `rollout.jobs.*`), traced: the pattern is
+    /// the destination template of its spans and metrics.
+    pub async fn subscribe(
+        &self,
+        client: &Client,
+        subject: impl Into<String>,
+    ) -> Result<TracedSubscriber, async_nats::SubscribeError> {
+        let subject = subject.into();
+        let subscriber = client.subscribe(subject.clone()).await?;
+        Ok(self.stream(client, Subscription::subject(subject), subscriber))
+    }
+
+    /// Subscribes `client` to `subject` in the queue group `group`, traced: the pattern is the
+    /// destination template, the group `messaging.consumer.group.name`.
+    pub async fn queue_subscribe(
+        &self,
+        client: &Client,
+        subject: impl Into<String>,
+        group: impl Into<String>,
+    ) -> Result<TracedSubscriber, async_nats::SubscribeError> {
+        let subject = subject.into();
+        let group = group.into();
+        let subscriber = client
+            .queue_subscribe(subject.clone(), group.clone())
+            .await?;
+        Ok(self.stream(
+            client,
+            Subscription::subject(subject).with_queue_group(group),
+            subscriber,
+        ))
+    }
+
+    /// Wraps a core subscriber (from `subscribe` or `queue_subscribe`) of `client`: it yields
+    /// each message in a [`Processing`]. Its subject pattern and queue group are not known
+    /// here: [`Consumer::subscribe`], [`Consumer::queue_subscribe`] or [`Consumer::stream`]
+    /// know them.
+    pub fn subscriber(&self, client: &Client, subscriber: Subscriber) -> TracedSubscriber {
+        self.stream(client, Subscription::default(), subscriber)
     }
 
     /// Wraps a JetStream pull consumer's message stream (`consumer.messages().await?`), one
@@ -129,11 +223,7 @@ impl Consumer {
         client: &Client,
         messages: async_nats::jetstream::consumer::pull::Stream,
     ) -> TracedMessages {
-        TracedMessages {
-            inner: messages,
-            shared: self.shared(client),
-            resolving: None,
-        }
+        self.stream(client, Subscription::default(), messages)
     }
 
     /// Pulls a batch as one `receive` operation: `pull` is the not yet awaited
@@ -154,7 +244,7 @@ impl Consumer {
     where
         F: IntoFuture<Output = Result<Batch, async_nats::jetstream::consumer::pull::BatchError>>,
     {
-        let shared = self.shared(client);
+        let shared = self.shared(client, Subscription::default());
         shared.broker.resolve().await;
         let info = MessageInfo {
             subject: destination,
@@ -182,6 +272,10 @@ impl Consumer {
                     BatchErrorKind::Serialize => "serialize",
                     _ => "_OTHER",
                 };
+                if let Some(span) = &mut span {
+                    // No message was consumed.
+                    span.set_messages(0);
+                }
                 shared.finish(span, crate::publish::failed_status(kind, &e));
                 return Err(ReceiveError::Pull(e));
             }
@@ -244,19 +338,37 @@ struct Shared {
     parent: ConsumerParent,
     broker: Broker,
     inbox_prefix: String,
+    names: crate::Names,
+    subscription: Subscription,
 }
 
 impl Shared {
     fn operation<'a>(
-        &self,
+        &'a self,
         name: &'static str,
         kind: OperationType,
         destination: &'a str,
     ) -> Operation<'a> {
-        let mut operation = Operation::new(SYSTEM, name, kind).with_destination(
-            destination,
-            crate::is_temporary(&self.inbox_prefix, destination),
-        );
+        let mut operation = Operation::new(SYSTEM, name, kind)
+            .with_destination(
+                destination,
+                crate::is_temporary(&self.inbox_prefix, destination),
+            )
+            .with_destination_in_metrics(self.names.subjects_in_metrics);
+        let template = self
+            .names
+            .templates
+            .template_for(destination)
+            .or(self.subscription.subject.as_deref());
+        if let Some(template) = template {
+            operation = operation.with_template(template);
+        }
+        if let Some(group) = &self.subscription.queue_group {
+            operation = operation.with_consumer_group(group);
+        }
+        if let Some(name) = &self.subscription.name {
+            operation = operation.with_subscription(name);
+        }
         if let Some(server) = self.broker.get() {
             operation = operation.with_server(server.address.clone(), server.port);
         }
@@ -290,9 +402,10 @@ impl Shared {
             let empty = HeaderMap::new();
             let headers = core.headers.as_ref().unwrap_or(&empty);
             let message_id = headers.get(NATS_MESSAGE_ID).map(|v| v.as_str());
-            let mut operation = self
-                .operation("process", OperationType::Process, subject)
-                .with_body_size(core.payload.len());
+            let mut operation = self.operation("process", OperationType::Process, subject);
+            if self.names.body_size {
+                operation = operation.with_body_size(core.payload.len());
+            }
             if let Some(id) = message_id {
                 operation = operation.with_message_id(id);
             }
@@ -324,6 +437,7 @@ mod sealed {
     pub trait Sealed {}
     impl Sealed for async_nats::Message {}
     impl Sealed for async_nats::jetstream::Message {}
+    impl<M: Sealed, E> Sealed for Result<M, E> {}
 }
 
 /// A message lens-nats traces: a core [`async_nats::Message`] or a JetStream
@@ -582,80 +696,137 @@ fn poll_resolved(
     poll
 }
 
-/// A core [`Subscriber`] (plain or queue group) whose messages come in a [`Processing`].
-pub struct TracedSubscriber {
-    inner: Subscriber,
-    shared: Arc<Shared>,
+/// What a traced stream reads, named on its spans and metrics: its subject pattern
+/// (`messaging.destination.template`), its queue group (`messaging.consumer.group.name`), its
+/// durable or named JetStream consumer (`messaging.destination.subscription.name`).
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct Subscription {
+    /// The subject pattern subscribed to (`rollout.jobs.*`).
+    pub subject: Option<String>,
+    /// The queue group.
+    pub queue_group: Option<String>,
+    /// The durable or named consumer.
+    pub name: Option<String>,
+}
+
+impl Subscription {
+    /// A subscription to `pattern`.
+    pub fn subject(pattern: impl Into<String>) -> Self {
+        Subscription {
+            subject: Some(pattern.into()),
+            ..Subscription::default()
+        }
+    }
+
+    /// In the queue group `group`.
+    pub fn with_queue_group(mut self, group: impl Into<String>) -> Self {
+        self.queue_group = Some(group.into());
+        self
+    }
+
+    /// Of the durable or named consumer `name`.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// What a JetStream consumer's info says: its filter subject (when it has one), its
+    /// durable or user-given name (an ephemeral consumer's generated name is left out: one
+    /// per consumer, not a bounded name), its deliver group.
+    pub fn of_jetstream(info: &async_nats::jetstream::consumer::Info) -> Self {
+        let config = &info.config;
+        let subject =
+            (!config.filter_subject.is_empty()).then(|| config.filter_subject.clone());
+        let name = config.durable_name.clone().or_else(|| config.name.clone());
+        Subscription {
+            subject,
+            queue_group: config.deliver_group.clone(),
+            name,
+        }
+    }
+}
+
+/// Any stream of NATS messages (a core [`Subscriber`], a JetStream push, ordered or pull
+/// consumer's messages) whose messages come in a [`Processing`]; made by
+/// [`Consumer::stream`] and the consumer's other wrappers.
+pub struct TracedStream<S> {
+    inner: S,
+    shared: ConsumerShared,
     resolving: Resolving,
 }
 
-impl std::fmt::Debug for TracedSubscriber {
+/// A core [`Subscriber`] (plain or queue group), traced.
+pub type TracedSubscriber = TracedStream<Subscriber>;
+
+/// A JetStream pull consumer's message stream, traced.
+pub type TracedMessages = TracedStream<async_nats::jetstream::consumer::pull::Stream>;
+
+impl<S> std::fmt::Debug for TracedStream<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TracedSubscriber")
-            .field("inner", &self.inner)
-            .field("shared", &self.shared)
+        f.debug_struct("TracedStream")
+            .field("shared", &self.shared.0)
             .finish_non_exhaustive()
     }
 }
 
-impl TracedSubscriber {
-    /// The wrapped subscriber (unsubscribe, drain).
-    pub fn inner_mut(&mut self) -> &mut Subscriber {
+impl<S> TracedStream<S> {
+    /// The wrapped stream (unsubscribe, drain).
+    pub fn inner_mut(&mut self) -> &mut S {
         &mut self.inner
     }
 }
 
-impl Stream for TracedSubscriber {
-    type Item = Processing<async_nats::Message>;
+/// A message (or a stream's `Result` of one) a [`TracedStream`] yields in a [`Processing`]
+/// (sealed).
+pub trait Delivery: sealed::Sealed {
+    /// What the traced stream yields for it.
+    type Traced;
+    /// Starts the message's `process` span.
+    #[doc(hidden)]
+    fn trace(self, consumer: &ConsumerShared) -> Self::Traced;
+}
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        if poll_resolved(&this.shared, &mut this.resolving, cx).is_pending() {
-            return Poll::Pending;
-        }
-        match Pin::new(&mut this.inner).poll_next(cx) {
-            Poll::Ready(Some(message)) => Poll::Ready(Some(this.shared.process(
-                message,
-                &Context::current(),
-                false,
-            ))),
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
-        }
+/// What a [`TracedStream`]'s messages are traced with (opaque).
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ConsumerShared(Arc<Shared>);
+
+impl Delivery for async_nats::Message {
+    type Traced = Processing<async_nats::Message>;
+    fn trace(self, consumer: &ConsumerShared) -> Self::Traced {
+        consumer.0.process(self, &Context::current(), false)
     }
 }
 
-/// A JetStream pull consumer's message stream whose messages come in a [`Processing`].
-pub struct TracedMessages {
-    inner: async_nats::jetstream::consumer::pull::Stream,
-    shared: Arc<Shared>,
-    resolving: Resolving,
-}
-
-impl std::fmt::Debug for TracedMessages {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TracedMessages").finish_non_exhaustive()
+impl Delivery for async_nats::jetstream::Message {
+    type Traced = Processing<async_nats::jetstream::Message>;
+    fn trace(self, consumer: &ConsumerShared) -> Self::Traced {
+        consumer.0.process(self, &Context::current(), false)
     }
 }
 
-impl Stream for TracedMessages {
-    type Item = Result<
-        Processing<async_nats::jetstream::Message>,
-        async_nats::jetstream::consumer::pull::MessagesError,
-    >;
+impl<M: NatsMessage + Delivery<Traced = Processing<M>>, E> Delivery for Result<M, E> {
+    type Traced = Result<Processing<M>, E>;
+    fn trace(self, consumer: &ConsumerShared) -> Self::Traced {
+        self.map(|message| message.trace(consumer))
+    }
+}
+
+impl<S> Stream for TracedStream<S>
+where
+    S: Stream + Unpin,
+    S::Item: Delivery,
+{
+    type Item = <S::Item as Delivery>::Traced;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
-        if poll_resolved(&this.shared, &mut this.resolving, cx).is_pending() {
+        if poll_resolved(&this.shared.0, &mut this.resolving, cx).is_pending() {
             return Poll::Pending;
         }
         match Pin::new(&mut this.inner).poll_next(cx) {
-            Poll::Ready(Some(Ok(message))) => Poll::Ready(Some(Ok(this.shared.process(
-                message,
-                &Context::current(),
-                false,
-            )))),
-            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
+            Poll::Ready(Some(item)) => Poll::Ready(Some(item.trace(&this.shared))),
             Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => Poll::Pending,
         }

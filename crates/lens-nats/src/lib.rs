@@ -65,13 +65,15 @@ use opentelemetry::StringValue;
 
 pub use carrier::NatsHeaders;
 pub use consume::{
-    Consumer, NatsMessage, Processing, ReceivedBatch, TracedMessages, TracedSubscriber,
+    Consumer, ConsumerShared, Delivery, NatsMessage, Processing, ReceivedBatch, Subscription,
+    TracedMessages, TracedStream, TracedSubscriber,
 };
 pub use error::ReceiveError;
 pub use lens_span::FilterDecision;
 pub use lens_span::classify::{Classify, Failure, Outcome};
 pub use lens_span::messaging::{
-    ConsumerParent, DestinationPolicy, OperationStatus, OperationType, OutboundDestinationPolicy,
+    ConsumerParent, DestinationPolicy, DestinationTemplates, OperationStatus, OperationType,
+    OutboundDestinationPolicy,
 };
 pub use publish::{Producer, TracedClient, TracedJetStream};
 
@@ -187,6 +189,17 @@ impl Broker {
         }
         self.get()
     }
+}
+
+/// How a wrapper names destinations on its spans and metrics.
+#[derive(Clone, Debug, Default)]
+struct Names {
+    /// Declared destination templates.
+    templates: lens_span::messaging::DestinationTemplates,
+    /// Whether the metrics carry the subject (the user said subjects are few).
+    subjects_in_metrics: bool,
+    /// Whether spans record `messaging.message.body.size` (opt-in).
+    body_size: bool,
 }
 
 /// The prefix of `client`'s reply inboxes (`_INBOX.` unless configured), read once: replies

@@ -63,6 +63,7 @@ use crate::{Broker, MessageInfo, Nats, NatsHeaders, SYSTEM, Server};
 pub struct Producer {
     options: SpanOptions<Nats, OutboundDestinationPolicy>,
     server: Option<Server>,
+    names: crate::Names,
 }
 
 impl std::fmt::Debug for Producer {
@@ -70,6 +71,7 @@ impl std::fmt::Debug for Producer {
         f.debug_struct("Producer")
             .field("options", &self.options)
             .field("server", &self.server)
+            .field("names", &self.names)
             .finish()
     }
 }
@@ -90,6 +92,7 @@ impl Producer {
         Producer {
             options,
             server: None,
+            names: crate::Names::default(),
         }
     }
 
@@ -102,6 +105,30 @@ impl Producer {
     /// first publish). The outbound policy decides by this address.
     pub fn with_server(mut self, address: impl Into<String>, port: Option<u16>) -> Self {
         self.server = Some(Server::new(address.into(), port));
+        self
+    }
+
+    /// Declares a destination template: a message to a subject matching `pattern`
+    /// (`rollout.jobs.*`) is named by it in its span name and metrics
+    /// (`messaging.destination.template`; the subject stays in `messaging.destination.name` on
+    /// the span), so that a subject per job or per run makes no new span name or metric
+    /// series. The first declared pattern a subject matches wins.
+    pub fn with_destination_template(mut self, pattern: impl Into<String>) -> Self {
+        self.names.templates = self.names.templates.with(pattern);
+        self
+    }
+
+    /// Says the subjects are few (low cardinality): the metrics then carry each message's
+    /// subject (`messaging.destination.name`). Off by default: the metrics carry the
+    /// destination template, and spans always carry the subject.
+    pub fn with_low_cardinality_subjects(mut self, on: bool) -> Self {
+        self.names.subjects_in_metrics = on;
+        self
+    }
+
+    /// Records `messaging.message.body.size` on each span (opt-in, as the conventions have it).
+    pub fn with_message_body_size(mut self, on: bool) -> Self {
+        self.names.body_size = on;
         self
     }
 
@@ -120,6 +147,7 @@ impl Producer {
     fn shared(self, client: &Client) -> Arc<Shared> {
         Arc::new(Shared {
             broker: Broker::new(client, self.server),
+            names: self.names,
             inbox_prefix: crate::inbox_prefix(client),
             options: self.options,
         })
@@ -132,6 +160,7 @@ struct Shared {
     options: SpanOptions<Nats, OutboundDestinationPolicy>,
     broker: Broker,
     inbox_prefix: String,
+    names: crate::Names,
 }
 
 impl Shared {
@@ -156,7 +185,13 @@ impl Shared {
             let message_id = headers.get(NATS_MESSAGE_ID).map(|v| v.as_str());
             let mut operation = Operation::new(SYSTEM, "send", OperationType::Send)
                 .with_destination(subject, crate::is_temporary(&self.inbox_prefix, subject))
-                .with_body_size(payload.len());
+                .with_destination_in_metrics(self.names.subjects_in_metrics);
+            if let Some(template) = self.names.templates.template_for(subject) {
+                operation = operation.with_template(template);
+            }
+            if self.names.body_size {
+                operation = operation.with_body_size(payload.len());
+            }
             if let Some(id) = message_id {
                 operation = operation.with_message_id(id);
             }

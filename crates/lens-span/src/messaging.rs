@@ -172,6 +172,17 @@ pub struct Operation<'a> {
     /// Whether the destination is temporary (a reply inbox): left out of the span name and
     /// the metrics, `messaging.destination.temporary` set.
     pub temporary: bool,
+    /// Whether the metrics see `messaging.destination.name` (true unless the adapter says
+    /// otherwise: its destinations may be many, a subject per job or per user).
+    pub destination_in_metrics: bool,
+    /// `messaging.destination.template`: the pattern the destination is one of
+    /// (`rollout.jobs.*`); the span name's destination and a metric attribute when known.
+    pub template: Option<&'a str>,
+    /// `messaging.consumer.group.name`: the consumer group (NATS: the queue group).
+    pub consumer_group: Option<&'a str>,
+    /// `messaging.destination.subscription.name`: a durable or named subscription (a
+    /// JetStream durable consumer).
+    pub subscription: Option<&'a str>,
     /// `messaging.message.id`, where the broker gives one.
     pub message_id: Option<&'a str>,
     /// `messaging.message.body.size` (bytes).
@@ -193,6 +204,10 @@ impl<'a> Operation<'a> {
             operation_type,
             destination: None,
             temporary: false,
+            destination_in_metrics: true,
+            template: None,
+            consumer_group: None,
+            subscription: None,
             message_id: None,
             body_size: None,
             batch_count: None,
@@ -205,6 +220,30 @@ impl<'a> Operation<'a> {
     pub fn with_destination(mut self, destination: &'a str, temporary: bool) -> Self {
         self.destination = Some(destination);
         self.temporary = temporary;
+        self
+    }
+
+    /// Sets the destination's template: the span name's destination, and a metric attribute.
+    pub fn with_template(mut self, template: &'a str) -> Self {
+        self.template = Some(template);
+        self
+    }
+
+    /// Whether the metrics see the destination's name (default: true).
+    pub fn with_destination_in_metrics(mut self, on: bool) -> Self {
+        self.destination_in_metrics = on;
+        self
+    }
+
+    /// Sets the consumer group.
+    pub fn with_consumer_group(mut self, group: &'a str) -> Self {
+        self.consumer_group = Some(group);
+        self
+    }
+
+    /// Sets the subscription's name.
+    pub fn with_subscription(mut self, name: &'a str) -> Self {
+        self.subscription = Some(name);
         self
     }
 
@@ -233,11 +272,17 @@ impl<'a> Operation<'a> {
         self
     }
 
-    /// The span name the conventions give the operation: `{operation name} {destination}`, or
-    /// the operation name alone for a temporary or unknown destination.
+    /// The span name the conventions give the operation: `{operation name} {destination}`,
+    /// the destination being the template when known, else the destination's name; the
+    /// operation name alone for a temporary or unknown destination.
     pub fn span_name(&self) -> Cow<'static, str> {
-        match self.destination {
-            Some(destination) if !self.temporary => {
+        let destination = if self.temporary {
+            None
+        } else {
+            self.template.or(self.destination)
+        };
+        match destination {
+            Some(destination) => {
                 // Sized once: `format!` would grow its buffer, a second allocation per span.
                 let mut name = String::with_capacity(self.name.len() + 1 + destination.len());
                 name.push_str(self.name);
@@ -265,15 +310,38 @@ impl<'a> Operation<'a> {
         if let Some(port) = self.server_port {
             attributes.push(KeyValue::new(semconv::SERVER_PORT, i64::from(port)));
         }
+        if let Some(template) = self.template.filter(|_| !self.temporary) {
+            attributes.push(KeyValue::new(
+                semconv::MESSAGING_DESTINATION_TEMPLATE,
+                template.to_owned(),
+            ));
+        }
+        if let Some(group) = self.consumer_group {
+            attributes.push(KeyValue::new(
+                semconv::MESSAGING_CONSUMER_GROUP_NAME,
+                group.to_owned(),
+            ));
+        }
+        if let Some(name) = self.subscription {
+            attributes.push(KeyValue::new(
+                semconv::MESSAGING_DESTINATION_SUBSCRIPTION_NAME,
+                name.to_owned(),
+            ));
+        }
         // One copy of the destination (no clone of it): before the metrics' share of the
-        // attributes, or after it for a temporary one, which the metrics never see.
+        // attributes, or after it for a temporary one or one the metrics must not see.
         let destination = self
             .destination
             .map(|d| KeyValue::new(semconv::MESSAGING_DESTINATION_NAME, d.to_owned()));
         let metric_attributes = match destination {
-            Some(destination) if !self.temporary => {
+            Some(destination) if !self.temporary && self.destination_in_metrics => {
                 attributes.push(destination);
                 attributes.len()
+            }
+            Some(destination) if !self.temporary => {
+                let metric_attributes = attributes.len();
+                attributes.push(destination);
+                metric_attributes
             }
             Some(destination) => {
                 let metric_attributes = attributes.len();
@@ -429,6 +497,48 @@ impl OutboundDestinationPolicy {
     #[inline]
     pub fn decide(&self, server: &str, destination: &str) -> OutboundDecision {
         self.policy_for(destination).decide(server)
+    }
+}
+
+/// The destination templates a producer declares (`rollout.jobs.*`): a message's destination
+/// matching one is named by it in the span name and the metrics
+/// (`messaging.destination.template`), so that a destination per job or per run makes no new
+/// span name or metric series. Patterns are those of [`DestinationPolicy`]; the first match
+/// wins.
+///
+/// ```
+/// use lens_span::messaging::DestinationTemplates;
+///
+/// let templates = DestinationTemplates::default().with("rollout.jobs.*");
+/// assert_eq!(templates.template_for("rollout.jobs.7f3a"), Some("rollout.jobs.*"));
+/// assert_eq!(templates.template_for("orders"), None);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct DestinationTemplates {
+    patterns: Arc<[String]>,
+}
+
+impl DestinationTemplates {
+    /// Adds `pattern` (after those added before it).
+    pub fn with(mut self, pattern: impl Into<String>) -> Self {
+        let mut patterns = self.patterns.to_vec();
+        patterns.push(pattern.into());
+        self.patterns = Arc::from(patterns);
+        self
+    }
+
+    /// The first declared template `destination` matches.
+    #[inline]
+    pub fn template_for(&self, destination: &str) -> Option<&str> {
+        self.patterns
+            .iter()
+            .find(|pattern| subject_matches(pattern, destination))
+            .map(String::as_str)
+    }
+
+    /// Whether no template is declared.
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
     }
 }
 
