@@ -75,7 +75,7 @@ pub use lens_span::messaging::{
     ConsumerParent, DestinationPolicy, DestinationTemplates, OperationStatus, OperationType,
     OutboundDestinationPolicy,
 };
-pub use publish::{Producer, TracedClient, TracedJetStream};
+pub use publish::{Producer, TracedClient, TracedJetStream, TracedPublishAck};
 
 /// `messaging.system` of every span lens-nats makes.
 pub const SYSTEM: &str = "nats";
@@ -86,6 +86,10 @@ pub const STREAM: &str = "messaging.nats.stream";
 /// The message's sequence in its JetStream stream (publish: from the ack; process: from the
 /// message), the same number on both sides.
 pub const SEQUENCE: &str = "messaging.nats.stream_sequence";
+
+/// Whether the stream found a JetStream publish a duplicate (its `Nats-Msg-Id` seen within the
+/// stream's duplicate window: not stored again), from the publish's ack.
+pub const DUPLICATE: &str = "messaging.nats.duplicate";
 
 /// What the hooks of lens-nats see of one operation (`with_filter`, `with_span_name`,
 /// `with_request_attributes`).
