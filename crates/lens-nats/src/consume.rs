@@ -21,7 +21,7 @@ use lens_span::metrics::Instruments;
 use lens_span::classify::Outcome;
 use lens_span::{LiveSpan, SpanOptions};
 use opentelemetry::context::FutureExt as _;
-use opentelemetry::trace::TraceContextExt as _;
+use opentelemetry::trace::{Link, TraceContextExt as _};
 use opentelemetry::{Context, KeyValue, StringValue};
 
 use crate::{Broker, MessageInfo, Nats, NatsHeaders, ReceiveError, SYSTEM, Server};
@@ -70,7 +70,9 @@ lens_span::span_knobs!(Consumer, request: MessageInfo<'_>, response: OperationSt
 
 impl Consumer {
     /// Spans from the global tracer provider (scope `lens-nats`), lens's propagator, every
-    /// message's context trusted, `process` spans children of their message's context.
+    /// message's context trusted, `process` spans parented as the conventions recommend
+    /// ([`ConsumerParent::Ambient`]: the span current when processing begins, linked to the
+    /// message; else the message's context).
     pub fn new() -> Self {
         let mut options = SpanOptions::global(
             "lens-nats",
@@ -80,7 +82,7 @@ impl Consumer {
         options.set_instruments(Instruments::Messaging);
         Consumer {
             options,
-            parent: ConsumerParent::Message,
+            parent: ConsumerParent::default(),
             server: None,
             names: crate::Names::default(),
         }
@@ -90,9 +92,11 @@ impl Consumer {
         &mut self.options
     }
 
-    /// Whether a `process` span is the child of its message's context
-    /// ([`ConsumerParent::Message`], the default) or starts a new trace that links to it
-    /// ([`ConsumerParent::Links`]); docs/messaging.md says when to choose which.
+    /// Which span a `process` span is the child of: the span current when processing begins,
+    /// linked to the message, else the message's context ([`ConsumerParent::Ambient`], the
+    /// default, as the conventions recommend); always the message's context
+    /// ([`ConsumerParent::Message`]); or none, a new trace that links to it
+    /// ([`ConsumerParent::Links`]). docs/messaging.md says when to choose which.
     pub fn with_consumer_parent(mut self, parent: ConsumerParent) -> Self {
         self.parent = parent;
         self
@@ -383,12 +387,14 @@ impl Shared {
         }
     }
 
-    /// The `process` span of `message`, started under the Context current now (or `current`).
+    /// The `process` span of `message`, processing beginning under `current` (the Context
+    /// current now); `batch` is the Context of the `receive` span that took it, if any (linked,
+    /// and the message counted by it already).
     fn process<M: NatsMessage>(
         self: &Arc<Self>,
         message: M,
         current: &Context,
-        counted: bool,
+        batch: Option<&Context>,
     ) -> Processing<M> {
         let core = message.core();
         let subject = core.subject.as_str();
@@ -409,14 +415,18 @@ impl Shared {
             if let Some(id) = message_id {
                 operation = operation.with_message_id(id);
             }
-            let mut span = self.options.start_process(
+            let links = batch
+                .map(|cx| vec![Link::with_context(cx.span().span_context().clone())])
+                .unwrap_or_default();
+            let mut span = self.options.start_process_with_links(
                 &info,
                 &operation,
                 &NatsHeaders(headers),
                 self.parent,
                 current,
+                links,
             );
-            if counted {
+            if batch.is_some() {
                 span.set_messages(0);
             }
             message.annotate(&mut span);
@@ -795,14 +805,14 @@ pub struct ConsumerShared(Arc<Shared>);
 impl Delivery for async_nats::Message {
     type Traced = Processing<async_nats::Message>;
     fn trace(self, consumer: &ConsumerShared) -> Self::Traced {
-        consumer.0.process(self, &Context::current(), false)
+        consumer.0.process(self, &Context::current(), None)
     }
 }
 
 impl Delivery for async_nats::jetstream::Message {
     type Traced = Processing<async_nats::jetstream::Message>;
     fn trace(self, consumer: &ConsumerShared) -> Self::Traced {
-        consumer.0.process(self, &Context::current(), false)
+        consumer.0.process(self, &Context::current(), None)
     }
 }
 
@@ -880,11 +890,11 @@ impl Iterator for ReceivedBatch {
 
     fn next(&mut self) -> Option<Self::Item> {
         let message = self.messages.pop_front()?;
-        let current = self.receive_cx.clone().unwrap_or_else(Context::current);
-        // The receive span counted the message as consumed already.
+        // Processing begins under what is current now (the batch's `receive` span has ended:
+        // linked, not a parent).
         Some(
             self.shared
-                .process(message, &current, self.receive_cx.is_some()),
+                .process(message, &Context::current(), self.receive_cx.as_ref()),
         )
     }
 }

@@ -15,6 +15,10 @@ use lens_span::messaging::{
 };
 use lens_span::metrics::Instruments;
 use lens_span::{LiveSpan, SpanOptions};
+use lens_core::{BAGGAGE_HEADER, TRACEPARENT_HEADER, TRACESTATE_HEADER};
+use lens_span::MessageCarrier as _;
+use opentelemetry::propagation::TextMapPropagator as _;
+use opentelemetry::trace::{Link, SpanContext, TraceContextExt as _};
 use opentelemetry::{Context, KeyValue, StringValue};
 
 use crate::{Broker, MessageInfo, Nats, NatsHeaders, SYSTEM, Server};
@@ -182,6 +186,12 @@ impl Shared {
         let server = self.broker.resolve().await;
         let decision = self.options.filter_decision(&info);
         let parent = Context::current();
+        // A plain publish's headers are new and empty: nothing to look at.
+        let forwarded = if headers.is_empty() {
+            None
+        } else {
+            forwarded_span_context(headers)
+        };
         let span = decision.span.then(|| {
             let message_id = headers.get(NATS_MESSAGE_ID).map(|v| v.as_str());
             let mut operation = Operation::new(SYSTEM, "send", OperationType::Send)
@@ -199,8 +209,14 @@ impl Shared {
             if let Some(server) = server {
                 operation = operation.with_server(server.address.clone(), server.port);
             }
+            // A relay's message: the send span links to the context it forwards, which its
+            // own context replaces in the headers.
+            let links = forwarded
+                .clone()
+                .map(|sc| vec![Link::with_context(sc)])
+                .unwrap_or_default();
             self.options
-                .start_operation(&info, &operation, &parent, Vec::new())
+                .start_operation(&info, &operation, &parent, links)
         });
         let mut baggage_sent = false;
         if decision.inject {
@@ -209,6 +225,18 @@ impl Shared {
                 .options
                 .policy()
                 .decide(server.map_or("", |s| s.address.as_str()), subject);
+            // The policy decides for forwarded trace headers too: what it withholds from this
+            // subject and server does not go out because the caller put it there.
+            if !headers.is_empty() {
+                let mut carrier = NatsHeaders(&mut *headers);
+                if !outbound.trace_context {
+                    carrier.remove(TRACEPARENT_HEADER);
+                    carrier.remove(TRACESTATE_HEADER);
+                }
+                if !outbound.baggage {
+                    carrier.remove(BAGGAGE_HEADER);
+                }
+            }
             self.options
                 .propagation()
                 .inject_message(outbound, cx, &mut NatsHeaders(headers));
@@ -271,6 +299,13 @@ impl Shared {
                 .respond(&mut span, &status, &status, &MessagingErrors);
         }
     }
+}
+
+/// The valid span context of a `traceparent` the caller already put in `headers`.
+fn forwarded_span_context(headers: &HeaderMap) -> Option<SpanContext> {
+    let cx = lens_core::propagator().extract(&NatsHeaders(headers));
+    let sc = cx.span().span_context().clone();
+    sc.is_valid().then_some(sc)
 }
 
 pub(crate) fn failed_status(

@@ -7,7 +7,7 @@
 //! | --- | --- | --- | --- | --- |
 //! | publish one message | `send` | PRODUCER | `send {destination}` | the caller's Context |
 //! | pull a batch | `receive` | CLIENT | `receive {destination}` | the caller's Context; a link to every message's context |
-//! | handle one message | `process` | CONSUMER | `process {destination}` | the message's context ([`ConsumerParent::Message`]), or a new trace with a link to it ([`ConsumerParent::Links`]) |
+//! | handle one message | `process` | CONSUMER | `process {destination}` | the span current when processing begins, with a link to the message's context, else the message's context ([`ConsumerParent::Ambient`]); the message's context ([`ConsumerParent::Message`]); or a new trace with a link to it ([`ConsumerParent::Links`]) |
 //! | ack / nak / term | `settle` | CLIENT | `{operation} {destination}` (`ack orders`) | the process span, when current |
 //!
 //! A temporary destination (a reply inbox) is left out of the span name (`send`) and of the
@@ -107,14 +107,22 @@ impl OperationType {
     }
 }
 
-/// What a single-message `process` span descends from, chosen per consumer.
+/// What a single-message `process` span descends from, chosen per consumer
+/// (docs/messaging.md#parent-or-link has a waterfall of each).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ConsumerParent {
+    /// What the messaging conventions (1.44) recommend, the default: when a span is current
+    /// as processing begins (a poll loop's span, a batch's `receive` span), it is the parent
+    /// and the `process` span links to the message's context (when the policy lets it); with
+    /// no span current, the message's context is the parent, as with
+    /// [`ConsumerParent::Message`]. The message's baggage is current when the policy trusts
+    /// it.
+    #[default]
+    Ambient,
     /// The child of the context the message carried (when the policy trusts it), with a link
     /// to the span current when processing began, if any: one trace from producer to
     /// consumer, what NeMo Lens's `extract_context` + `attach` and most Python
-    /// instrumentations give. The default.
-    #[default]
+    /// instrumentations give.
     Message,
     /// A new trace with a link to the message's context (and to the span current when
     /// processing began): for consumers whose work is not part of the producer's (a message
@@ -623,11 +631,39 @@ impl<A: Adapter> SpanOptions<A, DestinationPolicy> {
         parent: ConsumerParent,
         current: &Context,
     ) -> LiveSpan {
+        self.start_process_with_links(request, operation, carrier, parent, current, Vec::new())
+    }
+
+    /// [`SpanOptions::start_process`] with `links` of the adapter's own besides (a message
+    /// taken from a batch: the batch's `receive` span).
+    pub fn start_process_with_links(
+        &self,
+        request: &A::Request<'_>,
+        operation: &Operation<'_>,
+        carrier: &dyn Extractor,
+        parent: ConsumerParent,
+        current: &Context,
+        mut links: Vec<Link>,
+    ) -> LiveSpan {
         let destination = operation.destination.unwrap_or_default();
         let inbound = self.extract_message(destination, carrier);
         let (mut attributes, metric_attributes) = operation.attributes();
-        let mut links = Vec::new();
+        let current_span = current.span();
+        let current_sc = current_span.span_context();
         let (parent_cx, new_root) = match (parent, inbound.remote_span_context()) {
+            (ConsumerParent::Ambient, remote) if current_sc.is_valid() => {
+                // The span current now is the parent; the message's context a link (trusted
+                // or, as the policy says, linked only).
+                if let Some(sc) = remote.or_else(|| inbound.link.clone()) {
+                    links.push(Link::with_context(sc));
+                }
+                let cx = match inbound.decision {
+                    InboundDecision::Trust => current
+                        .with_baggage_list(inbound.parent.lens_baggage().into_owned()),
+                    _ => current.clone(),
+                };
+                (cx, None)
+            }
             (ConsumerParent::Links, Some(remote)) => {
                 links.push(Link::with_context(remote));
                 // The message's baggage stays (the policy trusted it); its span does not parent
@@ -653,9 +689,11 @@ impl<A: Adapter> SpanOptions<A, DestinationPolicy> {
         };
         attributes.extend(new_root);
         self.push_baggage_keys(&mut attributes, &parent_cx);
-        let current_span = current.span();
-        let current_sc = current_span.span_context();
-        if current_sc.is_valid() && !links.iter().any(|l| l.span_context == *current_sc) {
+        let ambient_parent = parent_cx.span().span_context() == current_sc;
+        if current_sc.is_valid()
+            && !ambient_parent
+            && !links.iter().any(|l| l.span_context == *current_sc)
+        {
             links.push(Link::with_context(current_sc.clone()));
         }
         self.start_kind(
