@@ -4,8 +4,8 @@
 use std::collections::VecDeque;
 use std::future::{Future, IntoFuture};
 use std::ops::Deref;
-use std::pin::Pin;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context as TaskContext, Poll};
 
@@ -14,11 +14,11 @@ use async_nats::jetstream::AckKind;
 use async_nats::jetstream::consumer::pull::{Batch, BatchErrorKind};
 use async_nats::{Client, Subscriber};
 use futures_core::Stream;
+use lens_span::classify::Outcome;
 use lens_span::messaging::{
     ConsumerParent, DestinationPolicy, MessagingErrors, Operation, OperationStatus, OperationType,
 };
 use lens_span::metrics::Instruments;
-use lens_span::classify::Outcome;
 use lens_span::{LiveSpan, SpanOptions};
 use opentelemetry::context::FutureExt as _;
 use opentelemetry::trace::{Link, TraceContextExt as _};
@@ -746,8 +746,7 @@ impl Subscription {
     /// per consumer, not a bounded name), its deliver group.
     pub fn of_jetstream(info: &async_nats::jetstream::consumer::Info) -> Self {
         let config = &info.config;
-        let subject =
-            (!config.filter_subject.is_empty()).then(|| config.filter_subject.clone());
+        let subject = (!config.filter_subject.is_empty()).then(|| config.filter_subject.clone());
         let name = config.durable_name.clone().or_else(|| config.name.clone());
         Subscription {
             subject,

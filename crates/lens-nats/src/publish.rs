@@ -10,13 +10,13 @@ use async_nats::subject::ToSubject;
 use async_nats::{Client, PublishErrorKind, RequestErrorKind, Subject};
 use bytes::Bytes;
 use lens_core::OutboundPolicy;
+use lens_core::{BAGGAGE_HEADER, TRACEPARENT_HEADER, TRACESTATE_HEADER};
+use lens_span::MessageCarrier as _;
 use lens_span::messaging::{
     MessagingErrors, Operation, OperationStatus, OperationType, OutboundDestinationPolicy,
 };
 use lens_span::metrics::Instruments;
 use lens_span::{LiveSpan, SpanOptions};
-use lens_core::{BAGGAGE_HEADER, TRACEPARENT_HEADER, TRACESTATE_HEADER};
-use lens_span::MessageCarrier as _;
 use opentelemetry::propagation::TextMapPropagator as _;
 use opentelemetry::trace::{Link, SpanContext, TraceContextExt as _};
 use opentelemetry::{Context, KeyValue, StringValue};
@@ -354,7 +354,10 @@ impl TracedClient {
         payload: Bytes,
     ) -> Result<(), async_nats::PublishError> {
         let subject: Subject = subject.to_subject();
-        let span = self.shared.start_send(&subject, &mut headers, &payload).await;
+        let span = self
+            .shared
+            .start_send(&subject, &mut headers, &payload)
+            .await;
         let result = self
             .client
             .publish_with_headers(subject, headers, payload)
@@ -547,8 +550,13 @@ impl TracedJetStream {
         headers: HeaderMap,
         payload: Bytes,
     ) -> Result<TracedPublishAck, async_nats::jetstream::context::PublishError> {
-        self.publish_message(subject.to_subject(), headers, PublishMessage::build(), payload)
-            .await
+        self.publish_message(
+            subject.to_subject(),
+            headers,
+            PublishMessage::build(),
+            payload,
+        )
+        .await
     }
 
     /// Publishes `publish` (async-nats's builder: `message_id`, `expected_last_sequence`, ...)
@@ -560,8 +568,13 @@ impl TracedJetStream {
         subject: S,
         publish: PublishMessage,
     ) -> Result<TracedPublishAck, async_nats::jetstream::context::PublishError> {
-        self.publish_message(subject.to_subject(), HeaderMap::new(), publish, Bytes::new())
-            .await
+        self.publish_message(
+            subject.to_subject(),
+            HeaderMap::new(),
+            publish,
+            Bytes::new(),
+        )
+        .await
     }
 
     async fn publish_message(

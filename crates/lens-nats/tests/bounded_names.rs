@@ -41,7 +41,10 @@ async fn a_subject_per_run_makes_one_span_name_and_one_series() {
     let spans = setup.recorder.wait_for(4).await;
     let names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
     assert_eq!(
-        names.iter().filter(|n| **n == "send rollout.jobs.*").count(),
+        names
+            .iter()
+            .filter(|n| **n == "send rollout.jobs.*")
+            .count(),
         2,
         "{names:?}"
     );
@@ -58,7 +61,9 @@ async fn a_subject_per_run_makes_one_span_name_and_one_series() {
             attr(span, "messaging.destination.template"),
             Some("rollout.jobs.*".into())
         );
-        let subject = attr(span, "messaging.destination.name").unwrap().to_string();
+        let subject = attr(span, "messaging.destination.name")
+            .unwrap()
+            .to_string();
         assert!(subject.starts_with("rollout.jobs."), "{subject}");
     }
     let process = spans
@@ -87,11 +92,17 @@ async fn a_subject_per_run_makes_one_span_name_and_one_series() {
     let sent = metrics.series("messaging.client.sent.messages");
     assert_eq!(sent.len(), 1, "one series for both runs");
     assert_eq!(sent[0].value, 2.0);
-    assert_eq!(sent[0].get("messaging.destination.template"), Some("rollout.jobs.*"));
+    assert_eq!(
+        sent[0].get("messaging.destination.template"),
+        Some("rollout.jobs.*")
+    );
     assert_eq!(sent[0].get("messaging.destination.name"), None);
     let consumed = metrics.series("messaging.client.consumed.messages");
     assert_eq!(consumed.len(), 1);
-    assert_eq!(consumed[0].get("messaging.consumer.group.name"), Some("workers"));
+    assert_eq!(
+        consumed[0].get("messaging.consumer.group.name"),
+        Some("workers")
+    );
     assert_eq!(
         consumed[0].get("messaging.destination.template"),
         Some("rollout.jobs.*")
@@ -139,7 +150,11 @@ async fn a_durable_consumer_is_the_subscription_name() {
         })
         .await
         .unwrap();
-    js.publish("orders.1", "x".into()).await.unwrap().await.unwrap();
+    js.publish("orders.1", "x".into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
     let metrics = Metrics::new();
     let subscription = lens_nats::Subscription::of_jetstream(pull.info().await.unwrap());
     let consumer = setup.consumer().with_meter(metrics.meter("consumer"));

@@ -92,10 +92,7 @@ async fn go_tracestate_and_baggage_come_with_it() {
     let cx = message.context();
     use opentelemetry::baggage::BaggageExt;
     use opentelemetry::trace::TraceContextExt;
-    assert_eq!(
-        cx.span().span_context().trace_state().header(),
-        "vendor=1"
-    );
+    assert_eq!(cx.span().span_context().trace_state().header(), "vendor=1");
     assert_eq!(
         cx.baggage().get("team").map(|v| v.as_str().to_owned()),
         Some("rl".to_owned())

@@ -53,11 +53,7 @@ async fn ok_leaves_the_span_unset() {
     let mut jobs = setup
         .consumer()
         .subscriber(&setup.client, setup.client.subscribe("jobs").await.unwrap());
-    setup
-        .producer()
-        .publish("jobs", "x".into())
-        .await
-        .unwrap();
+    setup.producer().publish("jobs", "x".into()).await.unwrap();
     let job = jobs.next().await.unwrap();
     // A handler's future can be spawned.
     let handled = tokio::spawn(job.process(async |job| {
@@ -80,15 +76,11 @@ async fn a_panic_is_recorded_and_goes_on() {
     let mut jobs = setup
         .consumer()
         .subscriber(&setup.client, setup.client.subscribe("jobs").await.unwrap());
-    setup
-        .producer()
-        .publish("jobs", "x".into())
-        .await
-        .unwrap();
+    setup.producer().publish("jobs", "x".into()).await.unwrap();
     let job = jobs.next().await.unwrap();
-    let panicked = std::panic::AssertUnwindSafe(job.process(async |_| -> Result<(), String> {
-        panic!("handler bug")
-    }))
+    let panicked = std::panic::AssertUnwindSafe(
+        job.process(async |_| -> Result<(), String> { panic!("handler bug") }),
+    )
     .catch_unwind()
     .await;
     assert!(panicked.is_err(), "the panic goes on");
@@ -105,11 +97,7 @@ async fn fail_inside_in_span() {
     let mut jobs = setup
         .consumer()
         .subscriber(&setup.client, setup.client.subscribe("jobs").await.unwrap());
-    setup
-        .producer()
-        .publish("jobs", "x".into())
-        .await
-        .unwrap();
+    setup.producer().publish("jobs", "x".into()).await.unwrap();
     let job = jobs.next().await.unwrap();
     job.in_span(async { job.fail("rejected", "bad job") }).await;
     drop(job);

@@ -39,7 +39,11 @@ async fn spans_name(host: &str) {
     let spans = recorder.wait_for(2).await;
     for name in ["send jobs", "process jobs"] {
         let span = named(&spans, name);
-        assert_eq!(attr(span, "server.address"), Some(host.to_owned().into()), "{name}");
+        assert_eq!(
+            attr(span, "server.address"),
+            Some(host.to_owned().into()),
+            "{name}"
+        );
         assert_eq!(
             attr(span, "server.port"),
             Some(i64::from(server.port()).into()),

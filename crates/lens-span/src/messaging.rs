@@ -58,8 +58,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use lens_core::policy::{InboundContext, InboundPolicy, InboundRequest};
 use lens_core::policy::OutboundDecision;
+use lens_core::policy::{InboundContext, InboundPolicy, InboundRequest};
 use lens_core::{InboundDecision, LensContextExt, OutboundPolicy};
 use opentelemetry::propagation::Extractor;
 use opentelemetry::trace::{Link, SpanKind, TraceContextExt};
@@ -658,8 +658,9 @@ impl<A: Adapter> SpanOptions<A, DestinationPolicy> {
                     links.push(Link::with_context(sc));
                 }
                 let cx = match inbound.decision {
-                    InboundDecision::Trust => current
-                        .with_baggage_list(inbound.parent.lens_baggage().into_owned()),
+                    InboundDecision::Trust => {
+                        current.with_baggage_list(inbound.parent.lens_baggage().into_owned())
+                    }
                     _ => current.clone(),
                 };
                 (cx, None)
