@@ -140,15 +140,16 @@ impl Server {
     async fn connected(client: &Client) -> Option<Server> {
         let pool = client.server_pool().await.ok()?;
         let connected = |s: &&async_nats::Server| s.did_connect && s.failed_attempts == 0;
+        let only = match pool.as_slice() {
+            [only] => Some(only),
+            _ => None,
+        };
         let server = pool
             .iter()
             .filter(connected)
             .find(|s| !s.is_discovered)
             .or_else(|| pool.iter().find(connected))
-            .or_else(|| match pool.as_slice() {
-                [only] => Some(only),
-                _ => None,
-            })?;
+            .or(only)?;
         let host = server.addr.host();
         (!host.is_empty()).then(|| Server::new(host.to_owned(), Some(server.addr.port())))
     }

@@ -197,7 +197,7 @@ async fn send_publish_and_a_duplicate() {
     let js = traced_jetstream(&setup);
     let mut raw = setup.client.subscribe("orders.dup").await.unwrap();
     for _ in 0..2 {
-        let publish = jetstream::context::Publish::build()
+        let publish = jetstream::message::PublishMessage::build()
             .payload("order".into())
             .message_id("order-1");
         let ack = js.send_publish("orders.dup", publish).await.unwrap();
