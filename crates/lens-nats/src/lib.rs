@@ -33,13 +33,20 @@
 //! - Publish ([`Producer`] → [`TracedClient`], [`TracedJetStream`]): one PRODUCER `send` span
 //!   per message, its context and the caller's baggage injected into the message's headers
 //!   (`traceparent`, `tracestate`, `baggage`) beside the caller's own; core publish,
-//!   request/reply (the responder's `process` span is the child of the request's span, its
-//!   reply in the same trace), JetStream publish up to the stream's ack (its stream and
-//!   sequence recorded, a failure classified).
-//! - Consume ([`Consumer`] → [`TracedSubscriber`], [`TracedMessages`],
-//!   [`Consumer::receive`]): async-nats's own messages, each in a [`Processing`] that holds
-//!   its CONSUMER `process` span; a pulled batch as one CLIENT `receive` span linked to every
-//!   message; JetStream `ack` / `nak` / `term` as `settle` spans.
+//!   request/reply (a `send` span, then a CLIENT `receive` span for the reply wait; the
+//!   responder's `process` span is the child of the request's span, its reply in the same
+//!   trace), JetStream publish handed over, its ack a future ([`TracedPublishAck`]: stream,
+//!   sequence, duplicate recorded, a failure classified). The server is the one the client
+//!   connected to, as the user named it; the outbound policy decides per server and subject
+//!   ([`OutboundDestinationPolicy`]).
+//! - Consume ([`Consumer`] → [`TracedStream`] over any stream of messages,
+//!   [`Consumer::subscribe`], [`Consumer::queue_subscribe`], [`Consumer::receive`]):
+//!   async-nats's own messages, each in a [`Processing`] that holds its CONSUMER `process`
+//!   span ([`Processing::process`] runs a handler in it, its `Err` or panic recorded); a pulled
+//!   batch as one CLIENT `receive` span linked to every message; JetStream `ack` / `nak` /
+//!   `term` as `settle` spans.
+//! - Bounded names: span names and metrics by destination template (a subscription's subject
+//!   pattern, a producer's declared one), the queue group and the durable consumer recorded.
 //! - Parent or link ([`ConsumerParent`]), the inbound trust policy per subject
 //!   ([`DestinationPolicy`]), and the knobs of every lens adapter (`with_filter`,
 //!   `with_span_name`, `with_request_attributes`, `with_response_attributes`,
