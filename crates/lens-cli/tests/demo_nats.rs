@@ -39,6 +39,9 @@ fn the_rollout_job_crosses_the_queue_in_the_requests_trace() {
     let [process] = spans_of(&spans, "CONSUMER", "process rollout.jobs.")[..] else {
         panic!("one process span: {spans:#?}");
     };
+    // The run's own subject names no span: the template does (one name for every run).
+    assert_eq!(send["name"], "send rollout.jobs.*");
+    assert_eq!(process["name"], "process rollout.jobs.*");
     assert_eq!(send["service"], "trainer");
     assert_eq!(process["service"], "rollout-worker");
     // The worker's span is the child of the trainer's, over the wire, on the same subject.

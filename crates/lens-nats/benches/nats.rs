@@ -14,7 +14,7 @@
 //!   (async-nats `publish_with_headers` with a `traceparent` header of the same 55 bytes lens
 //!   writes), `hand` (the least code that does it by hand, what the NeMo Lens page shows: a
 //!   PRODUCER span, inject through the global propagator into a fresh `HeaderMap`, publish),
-//!   `conv` (the same by hand with the span name and the seven attributes lens records), `lens`
+//!   `conv` (the same by hand with the span name and the six attributes lens records by default), `lens`
 //!   (`TracedClient::publish`) and `lens, unsampled` (the same under an unsampled parent: the
 //!   span not recorded, the context still injected). Each arm publishes [`PER_ROUND`] messages
 //!   and flushes; the ratio `bare time / arm time` (the arm's throughput as a share of bare
@@ -173,7 +173,7 @@ enum Arm {
     /// By hand: a span named by a constant, no attributes, the propagator.
     Hand,
     /// By hand with the conventions lens records: the span named `send {subject}` /
-    /// `process {subject}` and the same seven attributes.
+    /// `process {subject}` and the same six attributes.
     Conventions,
     /// lens-nats.
     Lens,
@@ -210,7 +210,6 @@ fn conventions(operation: &'static str, subject: &str, port: u16) -> Vec<KeyValu
         KeyValue::new("server.address", "127.0.0.1"),
         KeyValue::new("server.port", i64::from(port)),
         KeyValue::new("messaging.destination.name", subject.to_owned()),
-        KeyValue::new("messaging.message.body.size", PAYLOAD.len() as i64),
     ]
 }
 

@@ -13,9 +13,11 @@ const TRACESTATE: HeaderName = HeaderName::from_static(TRACESTATE_HEADER);
 const BAGGAGE: HeaderName = HeaderName::from_static(BAGGAGE_HEADER);
 
 /// NATS message headers as a carrier. Names are exact and case-sensitive, as NATS and nats-py
-/// compare them (`Traceparent` is not `traceparent`); every value of a name is read (NATS
-/// headers are multi-valued: two `traceparent` values that differ are invalid, identical
-/// repeats count as one).
+/// compare them (`Traceparent` is not `traceparent`), with one tolerance: when a message has no
+/// `traceparent`, `tracestate` or `baggage` under its exact name, the same name in other case
+/// is read (`Traceparent`, `TraceParent`: Go's `propagation.HeaderCarrier` canonicalises names
+/// so). Every value of a name is read (NATS headers are multi-valued: two `traceparent` values
+/// that differ are invalid, identical repeats count as one; so are values under two spellings).
 ///
 /// - Reading never panics: a name that is not a valid NATS header name is simply absent.
 /// - Writing replaces every value of the name; a name or a value NATS would refuse (a control
@@ -31,6 +33,14 @@ const BAGGAGE: HeaderName = HeaderName::from_static(BAGGAGE_HEADER);
 /// headers.append("baggage", "b=2");
 /// assert_eq!(NatsHeaders(&headers).get_all("baggage"), Some(vec!["a=1", "b=2"]));
 /// assert_eq!(NatsHeaders(&headers).get("Baggage"), None); // exact names
+///
+/// // What Go's HeaderCarrier writes, read when no exact `traceparent` is there.
+/// let mut from_go = HeaderMap::new();
+/// from_go.append("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+/// assert_eq!(
+///     NatsHeaders(&from_go).get("traceparent"),
+///     Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+/// );
 ///
 /// NatsHeaders(&mut headers).set("baggage", "c=3".to_owned());
 /// NatsHeaders(&mut headers).set("bad:name", "x".to_owned()); // dropped
@@ -51,15 +61,38 @@ fn name_of(key: &str) -> Option<HeaderName> {
     }
 }
 
+/// Whether `key` is one of the fields read in any case when absent under its exact name.
+fn is_propagation_field(key: &str) -> bool {
+    matches!(key, TRACEPARENT_HEADER | TRACESTATE_HEADER | BAGGAGE_HEADER)
+}
+
+/// Every value of the names that spell `key` in another case (`Traceparent`, `TraceParent`).
+fn other_case<'a>(headers: &'a HeaderMap, key: &str) -> impl Iterator<Item = &'a str> {
+    headers
+        .iter()
+        .filter(move |(name, _)| {
+            let name: &str = name.as_ref();
+            name != key && name.eq_ignore_ascii_case(key)
+        })
+        .flat_map(|(_, values)| values.iter().map(HeaderValue::as_str))
+}
+
 fn first<'a>(headers: &'a HeaderMap, key: &str) -> Option<&'a str> {
-    headers.get(name_of(key)?).map(HeaderValue::as_str)
+    let exact = headers.get(name_of(key)?).map(HeaderValue::as_str);
+    if exact.is_none() && is_propagation_field(key) && !headers.is_empty() {
+        return other_case(headers, key).next();
+    }
+    exact
 }
 
 fn all<'a>(headers: &'a HeaderMap, key: &str) -> Option<Vec<&'a str>> {
-    let lines: Vec<&str> = headers
+    let mut lines: Vec<&str> = headers
         .get_all(name_of(key)?)
         .map(HeaderValue::as_str)
         .collect();
+    if lines.is_empty() && is_propagation_field(key) {
+        lines.extend(other_case(headers, key));
+    }
     if lines.is_empty() { None } else { Some(lines) }
 }
 

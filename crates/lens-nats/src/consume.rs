@@ -4,8 +4,9 @@
 use std::collections::VecDeque;
 use std::future::{Future, IntoFuture};
 use std::ops::Deref;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context as TaskContext, Poll};
 
 use async_nats::header::{HeaderMap, NATS_MESSAGE_ID};
@@ -13,16 +14,17 @@ use async_nats::jetstream::AckKind;
 use async_nats::jetstream::consumer::pull::{Batch, BatchErrorKind};
 use async_nats::{Client, Subscriber};
 use futures_core::Stream;
+use lens_span::classify::Outcome;
 use lens_span::messaging::{
     ConsumerParent, DestinationPolicy, MessagingErrors, Operation, OperationStatus, OperationType,
 };
 use lens_span::metrics::Instruments;
 use lens_span::{LiveSpan, SpanOptions};
 use opentelemetry::context::FutureExt as _;
-use opentelemetry::trace::TraceContextExt as _;
+use opentelemetry::trace::{Link, TraceContextExt as _};
 use opentelemetry::{Context, KeyValue, StringValue};
 
-use crate::{MessageInfo, Nats, NatsHeaders, ReceiveError, SYSTEM, Server};
+use crate::{Broker, MessageInfo, Nats, NatsHeaders, ReceiveError, SYSTEM, Server};
 
 /// The knobs of the consumer side; [`Consumer::subscriber`], [`Consumer::messages`] and
 /// [`Consumer::receive`] wrap what async-nats gives.
@@ -49,6 +51,7 @@ pub struct Consumer {
     options: SpanOptions<Nats, DestinationPolicy>,
     parent: ConsumerParent,
     server: Option<Server>,
+    names: crate::Names,
 }
 
 impl std::fmt::Debug for Consumer {
@@ -57,6 +60,7 @@ impl std::fmt::Debug for Consumer {
             .field("options", &self.options)
             .field("parent", &self.parent)
             .field("server", &self.server)
+            .field("names", &self.names)
             .finish()
     }
 }
@@ -66,7 +70,9 @@ lens_span::span_knobs!(Consumer, request: MessageInfo<'_>, response: OperationSt
 
 impl Consumer {
     /// Spans from the global tracer provider (scope `lens-nats`), lens's propagator, every
-    /// message's context trusted, `process` spans children of their message's context.
+    /// message's context trusted, `process` spans parented as the conventions recommend
+    /// ([`ConsumerParent::Ambient`]: the span current when processing begins, linked to the
+    /// message; else the message's context).
     pub fn new() -> Self {
         let mut options = SpanOptions::global(
             "lens-nats",
@@ -76,8 +82,9 @@ impl Consumer {
         options.set_instruments(Instruments::Messaging);
         Consumer {
             options,
-            parent: ConsumerParent::Message,
+            parent: ConsumerParent::default(),
             server: None,
+            names: crate::Names::default(),
         }
     }
 
@@ -85,37 +92,132 @@ impl Consumer {
         &mut self.options
     }
 
-    /// Whether a `process` span is the child of its message's context
-    /// ([`ConsumerParent::Message`], the default) or starts a new trace that links to it
-    /// ([`ConsumerParent::Links`]); docs/messaging.md says when to choose which.
+    /// Which span a `process` span is the child of: the span current when processing begins,
+    /// linked to the message, else the message's context ([`ConsumerParent::Ambient`], the
+    /// default, as the conventions recommend); always the message's context
+    /// ([`ConsumerParent::Message`]); or none, a new trace that links to it
+    /// ([`ConsumerParent::Links`]). docs/messaging.md says when to choose which.
     pub fn with_consumer_parent(mut self, parent: ConsumerParent) -> Self {
         self.parent = parent;
         self
     }
 
-    /// Records `server.address` / `server.port` as these (default: what the server said of
-    /// itself when the client connected, read once when a wrapper is built).
+    /// Records `server.address` / `server.port` as these (default: the server the client
+    /// connected to, as the URL or options given to `connect` name it, read once before a
+    /// wrapper's first span).
     pub fn with_server(mut self, address: impl Into<String>, port: Option<u16>) -> Self {
         self.server = Some(Server::new(address.into(), port));
         self
     }
 
-    fn shared(&self, client: &Client) -> Arc<Shared> {
+    /// Names the spans and metrics of messages to subjects matching `pattern` by it
+    /// (`messaging.destination.template`), before the subscription's own subject pattern: a
+    /// subscription to one subject per run (`rollout.jobs.7f3a`) under
+    /// `with_destination_template("rollout.jobs.*")` makes no new span name or metric series
+    /// per run. The first declared pattern a subject matches wins.
+    pub fn with_destination_template(mut self, pattern: impl Into<String>) -> Self {
+        self.names.templates = self.names.templates.with(pattern);
+        self
+    }
+
+    /// Says the subjects are few (low cardinality): the metrics then carry each message's
+    /// subject (`messaging.destination.name`). Off by default: the metrics carry the
+    /// destination template, and spans always carry the subject.
+    pub fn with_low_cardinality_subjects(mut self, on: bool) -> Self {
+        self.names.subjects_in_metrics = on;
+        self
+    }
+
+    /// Records `messaging.message.body.size` on each span (opt-in, as the conventions have it).
+    pub fn with_message_body_size(mut self, on: bool) -> Self {
+        self.names.body_size = on;
+        self
+    }
+
+    fn shared(&self, client: &Client, subscription: Subscription) -> Arc<Shared> {
         Arc::new(Shared {
             options: self.options.clone(),
             parent: self.parent,
-            server: self.server.clone().unwrap_or_else(|| Server::of(client)),
+            broker: Broker::new(client, self.server.clone()),
             inbox_prefix: crate::inbox_prefix(client),
+            names: self.names.clone(),
+            subscription,
         })
     }
 
-    /// Wraps a core subscriber (from `subscribe` or `queue_subscribe`) of `client`: it yields
-    /// each message in a [`Processing`].
-    pub fn subscriber(&self, client: &Client, subscriber: Subscriber) -> TracedSubscriber {
-        TracedSubscriber {
-            inner: subscriber,
-            shared: self.shared(client),
+    /// Wraps any stream of `client`'s messages: a core subscriber, a JetStream push, ordered
+    /// or pull consumer's messages (`Result`s or not); each comes in a [`Processing`].
+    /// `subscription` says what the stream reads: its subject pattern (the destination
+    /// template of the spans and metrics), queue group, durable or named consumer.
+    ///
+    /// ```no_run
+    /// # async fn run(client: async_nats::Client) -> Result<(), async_nats::Error> {
+    /// use futures_util::StreamExt;
+    /// use lens_nats::Subscription;
+    ///
+    /// let jetstream = async_nats::jetstream::new(client.clone());
+    /// let stream = jetstream.get_stream("ORDERS").await?;
+    /// let mut pull: async_nats::jetstream::consumer::PullConsumer =
+    ///     stream.get_consumer("billing").await?;
+    /// let subscription = Subscription::of_jetstream(pull.info().await?);
+    /// let consumer = lens_nats::Consumer::new();
+    /// let mut orders = consumer.stream(&client, subscription, pull.messages().await?);
+    /// while let Some(order) = orders.next().await {
+    ///     order?.process(async |order| order.ack().await).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn stream<S>(
+        &self,
+        client: &Client,
+        subscription: Subscription,
+        stream: S,
+    ) -> TracedStream<S> {
+        TracedStream {
+            inner: stream,
+            shared: ConsumerShared(self.shared(client, subscription)),
+            resolving: None,
         }
+    }
+
+    /// Subscribes `client` to `subject` (a pattern: `rollout.jobs.*`), traced: the pattern is
+    /// the destination template of its spans and metrics.
+    pub async fn subscribe(
+        &self,
+        client: &Client,
+        subject: impl Into<String>,
+    ) -> Result<TracedSubscriber, async_nats::SubscribeError> {
+        let subject = subject.into();
+        let subscriber = client.subscribe(subject.clone()).await?;
+        Ok(self.stream(client, Subscription::subject(subject), subscriber))
+    }
+
+    /// Subscribes `client` to `subject` in the queue group `group`, traced: the pattern is the
+    /// destination template, the group `messaging.consumer.group.name`.
+    pub async fn queue_subscribe(
+        &self,
+        client: &Client,
+        subject: impl Into<String>,
+        group: impl Into<String>,
+    ) -> Result<TracedSubscriber, async_nats::SubscribeError> {
+        let subject = subject.into();
+        let group = group.into();
+        let subscriber = client
+            .queue_subscribe(subject.clone(), group.clone())
+            .await?;
+        Ok(self.stream(
+            client,
+            Subscription::subject(subject).with_queue_group(group),
+            subscriber,
+        ))
+    }
+
+    /// Wraps a core subscriber (from `subscribe` or `queue_subscribe`) of `client`: it yields
+    /// each message in a [`Processing`]. Its subject pattern and queue group are not known
+    /// here: [`Consumer::subscribe`], [`Consumer::queue_subscribe`] or [`Consumer::stream`]
+    /// know them.
+    pub fn subscriber(&self, client: &Client, subscriber: Subscriber) -> TracedSubscriber {
+        self.stream(client, Subscription::default(), subscriber)
     }
 
     /// Wraps a JetStream pull consumer's message stream (`consumer.messages().await?`), one
@@ -125,10 +227,7 @@ impl Consumer {
         client: &Client,
         messages: async_nats::jetstream::consumer::pull::Stream,
     ) -> TracedMessages {
-        TracedMessages {
-            inner: messages,
-            shared: self.shared(client),
-        }
+        self.stream(client, Subscription::default(), messages)
     }
 
     /// Pulls a batch as one `receive` operation: `pull` is the not yet awaited
@@ -149,7 +248,8 @@ impl Consumer {
     where
         F: IntoFuture<Output = Result<Batch, async_nats::jetstream::consumer::pull::BatchError>>,
     {
-        let shared = self.shared(client);
+        let shared = self.shared(client, Subscription::default());
+        shared.broker.resolve().await;
         let info = MessageInfo {
             subject: destination,
             headers: None,
@@ -176,6 +276,10 @@ impl Consumer {
                     BatchErrorKind::Serialize => "serialize",
                     _ => "_OTHER",
                 };
+                if let Some(span) = &mut span {
+                    // No message was consumed.
+                    span.set_messages(0);
+                }
                 shared.finish(span, crate::publish::failed_status(kind, &e));
                 return Err(ReceiveError::Pull(e));
             }
@@ -236,23 +340,42 @@ impl Consumer {
 struct Shared {
     options: SpanOptions<Nats, DestinationPolicy>,
     parent: ConsumerParent,
-    server: Server,
+    broker: Broker,
     inbox_prefix: String,
+    names: crate::Names,
+    subscription: Subscription,
 }
 
 impl Shared {
     fn operation<'a>(
-        &self,
+        &'a self,
         name: &'static str,
         kind: OperationType,
         destination: &'a str,
     ) -> Operation<'a> {
-        let mut operation = Operation::new(SYSTEM, name, kind).with_destination(
-            destination,
-            crate::is_temporary(&self.inbox_prefix, destination),
-        );
-        operation.server_address = Some(self.server.address.clone());
-        operation.server_port = self.server.port;
+        let mut operation = Operation::new(SYSTEM, name, kind)
+            .with_destination(
+                destination,
+                crate::is_temporary(&self.inbox_prefix, destination),
+            )
+            .with_destination_in_metrics(self.names.subjects_in_metrics);
+        let template = self
+            .names
+            .templates
+            .template_for(destination)
+            .or(self.subscription.subject.as_deref());
+        if let Some(template) = template {
+            operation = operation.with_template(template);
+        }
+        if let Some(group) = &self.subscription.queue_group {
+            operation = operation.with_consumer_group(group);
+        }
+        if let Some(name) = &self.subscription.name {
+            operation = operation.with_subscription(name);
+        }
+        if let Some(server) = self.broker.get() {
+            operation = operation.with_server(server.address.clone(), server.port);
+        }
         operation
     }
 
@@ -264,12 +387,14 @@ impl Shared {
         }
     }
 
-    /// The `process` span of `message`, started under the Context current now (or `current`).
+    /// The `process` span of `message`, processing beginning under `current` (the Context
+    /// current now); `batch` is the Context of the `receive` span that took it, if any (linked,
+    /// and the message counted by it already).
     fn process<M: NatsMessage>(
         self: &Arc<Self>,
         message: M,
         current: &Context,
-        counted: bool,
+        batch: Option<&Context>,
     ) -> Processing<M> {
         let core = message.core();
         let subject = core.subject.as_str();
@@ -283,20 +408,25 @@ impl Shared {
             let empty = HeaderMap::new();
             let headers = core.headers.as_ref().unwrap_or(&empty);
             let message_id = headers.get(NATS_MESSAGE_ID).map(|v| v.as_str());
-            let mut operation = self
-                .operation("process", OperationType::Process, subject)
-                .with_body_size(core.payload.len());
+            let mut operation = self.operation("process", OperationType::Process, subject);
+            if self.names.body_size {
+                operation = operation.with_body_size(core.payload.len());
+            }
             if let Some(id) = message_id {
                 operation = operation.with_message_id(id);
             }
-            let mut span = self.options.start_process(
+            let links = batch
+                .map(|cx| vec![Link::with_context(cx.span().span_context().clone())])
+                .unwrap_or_default();
+            let mut span = self.options.start_process_with_links(
                 &info,
                 &operation,
                 &NatsHeaders(headers),
                 self.parent,
                 current,
+                links,
             );
-            if counted {
+            if batch.is_some() {
                 span.set_messages(0);
             }
             message.annotate(&mut span);
@@ -304,7 +434,10 @@ impl Shared {
         });
         Processing {
             message,
-            span,
+            span: span.map(|live| ProcessSpan {
+                live,
+                failure: OnceLock::new(),
+            }),
             shared: Arc::clone(self),
         }
     }
@@ -314,6 +447,7 @@ mod sealed {
     pub trait Sealed {}
     impl Sealed for async_nats::Message {}
     impl Sealed for async_nats::jetstream::Message {}
+    impl<M: Sealed, E> Sealed for Result<M, E> {}
 }
 
 /// A message lens-nats traces: a core [`async_nats::Message`] or a JetStream
@@ -359,8 +493,24 @@ impl NatsMessage for async_nats::jetstream::Message {
 /// this is dropped or [`Processing::into_inner`] is called.
 pub struct Processing<M> {
     message: M,
-    span: Option<LiveSpan>,
+    span: Option<ProcessSpan>,
     shared: Arc<Shared>,
+}
+
+/// A `process` span and the failure recorded on it while it is shared (by the handler of
+/// [`Processing::process`], inside [`Processing::in_span`]): applied when the span ends.
+#[derive(Debug)]
+struct ProcessSpan {
+    live: LiveSpan,
+    failure: OnceLock<Outcome>,
+}
+
+impl Drop for ProcessSpan {
+    fn drop(&mut self) {
+        if let Some(failure) = self.failure.take() {
+            self.live.record(failure);
+        }
+    }
 }
 
 impl<M: std::fmt::Debug> std::fmt::Debug for Processing<M> {
@@ -385,7 +535,7 @@ impl<M> Processing<M> {
     /// Context current now when the filter gave the message no span.
     pub fn context(&self) -> Context {
         match &self.span {
-            Some(span) => span.context().clone(),
+            Some(span) => span.live.context().clone(),
             None => Context::current(),
         }
     }
@@ -397,19 +547,92 @@ impl<M> Processing<M> {
     }
 
     /// Records that handling the message failed: `error.type` and status Error on the
-    /// `process` span (the failure hook runs).
-    pub fn fail(&mut self, error_type: &'static str, description: impl Into<String>) {
-        if let Some(span) = &mut self.span {
-            span.record(lens_span::classify::Outcome::failure(
-                error_type,
-                description.into(),
-            ));
+    /// `process` span when it ends (the failure hook runs then). Callable while the span is
+    /// current (inside [`Processing::in_span`] or [`Processing::process`]); the first failure
+    /// recorded is the one kept.
+    pub fn fail(&self, error_type: &'static str, description: impl Into<String>) {
+        self.fail_with(Outcome::failure(error_type, description.into()));
+    }
+
+    fn fail_with(&self, outcome: Outcome) {
+        if let Some(span) = &self.span {
+            let _ = span.failure.set(outcome);
         }
+    }
+
+    /// Handles the message with `handler`, the `process` span current while it runs (what it
+    /// publishes is the span's child; it may `ack` a JetStream message or [`fail`] it), and
+    /// ends the span once it returns. An `Err` is recorded on the span (`error.type` = the
+    /// error's type name, the conventions' fallback; status Error with its message), as is a
+    /// panic (`error.type` = `panic`, the panic then going on), as every lens adapter does.
+    ///
+    /// [`fail`]: Processing::fail
+    ///
+    /// ```no_run
+    /// # async fn run(client: async_nats::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// use futures_util::StreamExt;
+    ///
+    /// let consumer = lens_nats::Consumer::new();
+    /// let mut jobs = consumer.subscriber(&client, client.subscribe("jobs.>").await?);
+    /// while let Some(job) = jobs.next().await {
+    ///     let handled = job
+    ///         .process(async |job| {
+    ///             let text = std::str::from_utf8(&job.payload)?;
+    ///             println!("{text}");
+    ///             Ok::<_, std::str::Utf8Error>(())
+    ///         })
+    ///         .await;
+    ///     if let Err(e) = handled {
+    ///         eprintln!("job failed: {e}"); // and recorded on its span
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn process<T, E>(
+        self,
+        handler: impl AsyncFnOnce(&Processing<M>) -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        E: std::fmt::Display,
+    {
+        let cx = self.context();
+        let result = CatchPanic {
+            inner: std::pin::pin!(handler(&self)),
+            processing: &self,
+        }
+        .with_context(cx)
+        .await;
+        if let Err(e) = &result {
+            self.fail_with(Outcome::error_of::<E>(e.to_string()));
+        }
+        result
     }
 
     /// Ends the `process` span and gives the message back.
     pub fn into_inner(self) -> M {
         self.message
+    }
+}
+
+/// A handler's future that records a panic on its message's `process` span before the panic
+/// goes on (the span ends when the runtime drops the task).
+struct CatchPanic<'a, F, M> {
+    inner: Pin<&'a mut F>,
+    processing: &'a Processing<M>,
+}
+
+impl<F: Future, M> Future for CatchPanic<'_, F, M> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
+        let this = &mut *self;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| this.inner.as_mut().poll(cx))) {
+            Ok(poll) => poll,
+            Err(panic) => {
+                this.processing.fail_with(Outcome::panic());
+                std::panic::resume_unwind(panic)
+            }
+        }
     }
 }
 
@@ -457,64 +680,162 @@ impl Processing<async_nats::jetstream::Message> {
     }
 }
 
-/// A core [`Subscriber`] (plain or queue group) whose messages come in a [`Processing`].
-#[derive(Debug)]
-pub struct TracedSubscriber {
-    inner: Subscriber,
-    shared: Arc<Shared>,
-}
+/// Reading the broker's address ([`Broker::resolve`]) from a stream's `poll_next`, before its
+/// first message gets a span.
+type Resolving = Option<Pin<Box<dyn Future<Output = ()> + Send + Sync>>>;
 
-impl TracedSubscriber {
-    /// The wrapped subscriber (unsubscribe, drain).
-    pub fn inner_mut(&mut self) -> &mut Subscriber {
-        &mut self.inner
+/// Ready once `shared`'s broker is known (at once after the first time).
+fn poll_resolved(
+    shared: &Arc<Shared>,
+    resolving: &mut Resolving,
+    cx: &mut TaskContext<'_>,
+) -> Poll<()> {
+    if shared.broker.is_resolved() {
+        return Poll::Ready(());
     }
+    let future = resolving.get_or_insert_with(|| {
+        let shared = Arc::clone(shared);
+        Box::pin(async move {
+            shared.broker.resolve().await;
+        })
+    });
+    let poll = future.as_mut().poll(cx);
+    if poll.is_ready() {
+        *resolving = None;
+    }
+    poll
 }
 
-impl Stream for TracedSubscriber {
-    type Item = Processing<async_nats::Message>;
+/// What a traced stream reads, named on its spans and metrics: its subject pattern
+/// (`messaging.destination.template`), its queue group (`messaging.consumer.group.name`), its
+/// durable or named JetStream consumer (`messaging.destination.subscription.name`).
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct Subscription {
+    /// The subject pattern subscribed to (`rollout.jobs.*`).
+    pub subject: Option<String>,
+    /// The queue group.
+    pub queue_group: Option<String>,
+    /// The durable or named consumer.
+    pub name: Option<String>,
+}
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_next(cx) {
-            Poll::Ready(Some(message)) => Poll::Ready(Some(this.shared.process(
-                message,
-                &Context::current(),
-                false,
-            ))),
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
+impl Subscription {
+    /// A subscription to `pattern`.
+    pub fn subject(pattern: impl Into<String>) -> Self {
+        Subscription {
+            subject: Some(pattern.into()),
+            ..Subscription::default()
+        }
+    }
+
+    /// In the queue group `group`.
+    pub fn with_queue_group(mut self, group: impl Into<String>) -> Self {
+        self.queue_group = Some(group.into());
+        self
+    }
+
+    /// Of the durable or named consumer `name`.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// What a JetStream consumer's info says: its filter subject (when it has one), its
+    /// durable or user-given name (an ephemeral consumer's generated name is left out: one
+    /// per consumer, not a bounded name), its deliver group.
+    pub fn of_jetstream(info: &async_nats::jetstream::consumer::Info) -> Self {
+        let config = &info.config;
+        let subject = (!config.filter_subject.is_empty()).then(|| config.filter_subject.clone());
+        let name = config.durable_name.clone().or_else(|| config.name.clone());
+        Subscription {
+            subject,
+            queue_group: config.deliver_group.clone(),
+            name,
         }
     }
 }
 
-/// A JetStream pull consumer's message stream whose messages come in a [`Processing`].
-pub struct TracedMessages {
-    inner: async_nats::jetstream::consumer::pull::Stream,
-    shared: Arc<Shared>,
+/// Any stream of NATS messages (a core [`Subscriber`], a JetStream push, ordered or pull
+/// consumer's messages) whose messages come in a [`Processing`]; made by
+/// [`Consumer::stream`] and the consumer's other wrappers.
+pub struct TracedStream<S> {
+    inner: S,
+    shared: ConsumerShared,
+    resolving: Resolving,
 }
 
-impl std::fmt::Debug for TracedMessages {
+/// A core [`Subscriber`] (plain or queue group), traced.
+pub type TracedSubscriber = TracedStream<Subscriber>;
+
+/// A JetStream pull consumer's message stream, traced.
+pub type TracedMessages = TracedStream<async_nats::jetstream::consumer::pull::Stream>;
+
+impl<S> std::fmt::Debug for TracedStream<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TracedMessages").finish_non_exhaustive()
+        f.debug_struct("TracedStream")
+            .field("shared", &self.shared.0)
+            .finish_non_exhaustive()
     }
 }
 
-impl Stream for TracedMessages {
-    type Item = Result<
-        Processing<async_nats::jetstream::Message>,
-        async_nats::jetstream::consumer::pull::MessagesError,
-    >;
+impl<S> TracedStream<S> {
+    /// The wrapped stream (unsubscribe, drain).
+    pub fn inner_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+}
+
+/// A message (or a stream's `Result` of one) a [`TracedStream`] yields in a [`Processing`]
+/// (sealed).
+pub trait Delivery: sealed::Sealed {
+    /// What the traced stream yields for it.
+    type Traced;
+    /// Starts the message's `process` span.
+    #[doc(hidden)]
+    fn trace(self, consumer: &ConsumerShared) -> Self::Traced;
+}
+
+/// What a [`TracedStream`]'s messages are traced with (opaque).
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ConsumerShared(Arc<Shared>);
+
+impl Delivery for async_nats::Message {
+    type Traced = Processing<async_nats::Message>;
+    fn trace(self, consumer: &ConsumerShared) -> Self::Traced {
+        consumer.0.process(self, &Context::current(), None)
+    }
+}
+
+impl Delivery for async_nats::jetstream::Message {
+    type Traced = Processing<async_nats::jetstream::Message>;
+    fn trace(self, consumer: &ConsumerShared) -> Self::Traced {
+        consumer.0.process(self, &Context::current(), None)
+    }
+}
+
+impl<M: NatsMessage + Delivery<Traced = Processing<M>>, E> Delivery for Result<M, E> {
+    type Traced = Result<Processing<M>, E>;
+    fn trace(self, consumer: &ConsumerShared) -> Self::Traced {
+        self.map(|message| message.trace(consumer))
+    }
+}
+
+impl<S> Stream for TracedStream<S>
+where
+    S: Stream + Unpin,
+    S::Item: Delivery,
+{
+    type Item = <S::Item as Delivery>::Traced;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
+        if poll_resolved(&this.shared.0, &mut this.resolving, cx).is_pending() {
+            return Poll::Pending;
+        }
         match Pin::new(&mut this.inner).poll_next(cx) {
-            Poll::Ready(Some(Ok(message))) => Poll::Ready(Some(Ok(this.shared.process(
-                message,
-                &Context::current(),
-                false,
-            )))),
-            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
+            Poll::Ready(Some(item)) => Poll::Ready(Some(item.trace(&this.shared))),
             Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => Poll::Pending,
         }
@@ -568,11 +889,11 @@ impl Iterator for ReceivedBatch {
 
     fn next(&mut self) -> Option<Self::Item> {
         let message = self.messages.pop_front()?;
-        let current = self.receive_cx.clone().unwrap_or_else(Context::current);
-        // The receive span counted the message as consumed already.
+        // Processing begins under what is current now (the batch's `receive` span has ended:
+        // linked, not a parent).
         Some(
             self.shared
-                .process(message, &current, self.receive_cx.is_some()),
+                .process(message, &Context::current(), self.receive_cx.as_ref()),
         )
     }
 }

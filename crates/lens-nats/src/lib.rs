@@ -33,13 +33,20 @@
 //! - Publish ([`Producer`] → [`TracedClient`], [`TracedJetStream`]): one PRODUCER `send` span
 //!   per message, its context and the caller's baggage injected into the message's headers
 //!   (`traceparent`, `tracestate`, `baggage`) beside the caller's own; core publish,
-//!   request/reply (the responder's `process` span is the child of the request's span, its
-//!   reply in the same trace), JetStream publish up to the stream's ack (its stream and
-//!   sequence recorded, a failure classified).
-//! - Consume ([`Consumer`] → [`TracedSubscriber`], [`TracedMessages`],
-//!   [`Consumer::receive`]): async-nats's own messages, each in a [`Processing`] that holds
-//!   its CONSUMER `process` span; a pulled batch as one CLIENT `receive` span linked to every
-//!   message; JetStream `ack` / `nak` / `term` as `settle` spans.
+//!   request/reply (a `send` span, then a CLIENT `receive` span for the reply wait; the
+//!   responder's `process` span is the child of the request's span, its reply in the same
+//!   trace), JetStream publish handed over, its ack a future ([`TracedPublishAck`]: stream,
+//!   sequence, duplicate recorded, a failure classified). The server is the one the client
+//!   connected to, as the user named it; the outbound policy decides per server and subject
+//!   ([`OutboundDestinationPolicy`]).
+//! - Consume ([`Consumer`] → [`TracedStream`] over any stream of messages,
+//!   [`Consumer::subscribe`], [`Consumer::queue_subscribe`], [`Consumer::receive`]):
+//!   async-nats's own messages, each in a [`Processing`] that holds its CONSUMER `process`
+//!   span ([`Processing::process`] runs a handler in it, its `Err` or panic recorded); a pulled
+//!   batch as one CLIENT `receive` span linked to every message; JetStream `ack` / `nak` /
+//!   `term` as `settle` spans.
+//! - Bounded names: span names and metrics by destination template (a subscription's subject
+//!   pattern, a producer's declared one), the queue group and the durable consumer recorded.
 //! - Parent or link ([`ConsumerParent`]), the inbound trust policy per subject
 //!   ([`DestinationPolicy`]), and the knobs of every lens adapter (`with_filter`,
 //!   `with_span_name`, `with_request_attributes`, `with_response_attributes`,
@@ -65,13 +72,17 @@ use opentelemetry::StringValue;
 
 pub use carrier::NatsHeaders;
 pub use consume::{
-    Consumer, NatsMessage, Processing, ReceivedBatch, TracedMessages, TracedSubscriber,
+    Consumer, ConsumerShared, Delivery, NatsMessage, Processing, ReceivedBatch, Subscription,
+    TracedMessages, TracedStream, TracedSubscriber,
 };
 pub use error::ReceiveError;
 pub use lens_span::FilterDecision;
 pub use lens_span::classify::{Classify, Failure, Outcome};
-pub use lens_span::messaging::{ConsumerParent, DestinationPolicy, OperationStatus, OperationType};
-pub use publish::{Producer, TracedClient, TracedJetStream};
+pub use lens_span::messaging::{
+    ConsumerParent, DestinationPolicy, DestinationTemplates, OperationStatus, OperationType,
+    OutboundDestinationPolicy,
+};
+pub use publish::{Producer, TracedClient, TracedJetStream, TracedPublishAck};
 
 /// `messaging.system` of every span lens-nats makes.
 pub const SYSTEM: &str = "nats";
@@ -82,6 +93,10 @@ pub const STREAM: &str = "messaging.nats.stream";
 /// The message's sequence in its JetStream stream (publish: from the ack; process: from the
 /// message), the same number on both sides.
 pub const SEQUENCE: &str = "messaging.nats.stream_sequence";
+
+/// Whether the stream found a JetStream publish a duplicate (its `Nats-Msg-Id` seen within the
+/// stream's duplicate window: not stored again), from the publish's ack.
+pub const DUPLICATE: &str = "messaging.nats.duplicate";
 
 /// What the hooks of lens-nats see of one operation (`with_filter`, `with_span_name`,
 /// `with_request_attributes`).
@@ -108,7 +123,7 @@ impl lens_span::Adapter for Nats {
     type Status = OperationStatus;
 }
 
-/// The broker's address for `server.address` / `server.port`, read once per wrapper.
+/// The broker's address for `server.address` / `server.port`.
 #[derive(Clone, Debug)]
 struct Server {
     address: StringValue,
@@ -124,11 +139,79 @@ impl Server {
         }
     }
 
-    /// What the server said of itself when `client` connected (its `INFO`).
-    fn of(client: &Client) -> Self {
-        let info = client.server_info();
-        Server::new(info.host, (info.port != 0).then_some(info.port))
+    /// The server `client` connected to, as the user named it (the URL or the options given
+    /// to `connect`): never the address the server says it listens on (its `INFO` host, which
+    /// is `0.0.0.0` for a server listening on every interface). Of a pool of several servers,
+    /// the one whose last connection attempt succeeded (a configured one before one the
+    /// cluster advertised); `None` when the client cannot say (it is closed).
+    async fn connected(client: &Client) -> Option<Server> {
+        let pool = client.server_pool().await.ok()?;
+        let connected = |s: &&async_nats::Server| s.did_connect && s.failed_attempts == 0;
+        let only = match pool.as_slice() {
+            [only] => Some(only),
+            _ => None,
+        };
+        let server = pool
+            .iter()
+            .filter(connected)
+            .find(|s| !s.is_discovered)
+            .or_else(|| pool.iter().find(connected))
+            .or(only)?;
+        let host = server.addr.host();
+        (!host.is_empty()).then(|| Server::new(host.to_owned(), Some(server.addr.port())))
     }
+}
+
+/// Where one wrapper's `server.address` / `server.port` come from: what the user set, else
+/// the server its client connected to, read once (one round trip to the client's connection
+/// task) before the wrapper's first span.
+#[derive(Debug)]
+struct Broker {
+    client: Client,
+    server: std::sync::OnceLock<Option<Server>>,
+}
+
+impl Broker {
+    fn new(client: &Client, server: Option<Server>) -> Self {
+        let broker = Broker {
+            client: client.clone(),
+            server: std::sync::OnceLock::new(),
+        };
+        if let Some(server) = server {
+            let _ = broker.server.set(Some(server));
+        }
+        broker
+    }
+
+    /// The server, once known (`None` before [`Broker::resolve`], or when the client could
+    /// not say).
+    fn get(&self) -> Option<&Server> {
+        self.server.get().and_then(Option::as_ref)
+    }
+
+    fn is_resolved(&self) -> bool {
+        self.server.get().is_some()
+    }
+
+    /// Reads the server from the client the first time (a race reads it twice, harmlessly).
+    async fn resolve(&self) -> Option<&Server> {
+        if !self.is_resolved() {
+            let server = Server::connected(&self.client).await;
+            let _ = self.server.set(server);
+        }
+        self.get()
+    }
+}
+
+/// How a wrapper names destinations on its spans and metrics.
+#[derive(Clone, Debug, Default)]
+struct Names {
+    /// Declared destination templates.
+    templates: lens_span::messaging::DestinationTemplates,
+    /// Whether the metrics carry the subject (the user said subjects are few).
+    subjects_in_metrics: bool,
+    /// Whether spans record `messaging.message.body.size` (opt-in).
+    body_size: bool,
 }
 
 /// The prefix of `client`'s reply inboxes (`_INBOX.` unless configured), read once: replies

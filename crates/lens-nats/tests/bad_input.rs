@@ -155,13 +155,3 @@ async fn tracestate_over_the_limits_is_dropped_and_the_parent_kept() {
     assert_eq!(cause, None);
     assert_eq!(state, "");
 }
-
-#[tokio::test]
-async fn a_name_in_another_case_is_another_header() {
-    // NATS header names are exact: `Traceparent` is not `traceparent` (as in nats-py).
-    let Some((parent, cause, _)) = deliver(Some(headers(&[("Traceparent", TP)]))).await else {
-        return;
-    };
-    assert_eq!(parent, SpanId::INVALID);
-    assert_eq!(cause.as_deref(), Some("none"));
-}

@@ -1,5 +1,6 @@
-//! JetStream: a publish traced up to the stream's ack (its sequence recorded, the same number
-//! the consumer records; a failed publish classified), a pull consumer's messages one by one
+//! JetStream: a publish's `send` span ends at the hand-over and its ack, awaited later
+//! (pipelined), is a `publish_ack` span (its sequence recorded, the same number the consumer
+//! records; a duplicate recorded; a failed publish classified), a pull consumer's messages one by one
 //! with `ack` / `nak` / `term` as `settle` spans, and a fetched batch as one `receive` span
 //! that links to every message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -43,13 +44,18 @@ async fn publish_then_process_one_by_one_with_settlements() {
     };
     let pull = stream_and_consumer(&setup).await;
     let js = traced_jetstream(&setup);
-    let mut sequences = Vec::new();
+    // Pipelined, as with async-nats: publish all, then await the acks.
+    let mut acks = Vec::new();
     for n in 0..3 {
-        let ack = js
-            .publish(format!("orders.{n}"), "order".into())
-            .await
-            .unwrap();
-        sequences.push(ack.sequence);
+        acks.push(
+            js.publish(format!("orders.{n}"), "order".into())
+                .await
+                .unwrap(),
+        );
+    }
+    let mut sequences = Vec::new();
+    for ack in acks {
+        sequences.push(ack.await.unwrap().sequence);
     }
     let mut messages = setup
         .consumer()
@@ -69,13 +75,17 @@ async fn publish_then_process_one_by_one_with_settlements() {
             .unwrap();
     }
 
-    let spans = setup.recorder.wait_for(9).await;
+    let spans = setup.recorder.wait_for(12).await;
     for (n, settle) in ["ack", "nak", "term"].iter().enumerate() {
         let send = named(&spans, &format!("send orders.{n}"));
-        assert_eq!(attr(send, "messaging.nats.stream"), Some("ORDERS".into()));
+        let acked = named(&spans, &format!("publish_ack orders.{n}"));
+        assert_eq!(acked.parent_span_id, send.span_context.span_id());
+        assert_eq!(acked.span_kind, SpanKind::Client);
+        assert_eq!(attr(acked, "messaging.nats.stream"), Some("ORDERS".into()));
+        assert_eq!(attr(acked, "messaging.nats.duplicate"), Some(false.into()));
         let seq = i64::try_from(sequences[n]).unwrap();
         assert_eq!(
-            attr(send, "messaging.nats.stream_sequence"),
+            attr(acked, "messaging.nats.stream_sequence"),
             Some(seq.into())
         );
         let process = named(&spans, &format!("process orders.{n}"));
@@ -102,7 +112,11 @@ async fn a_fetched_batch_is_one_receive_span_linked_to_every_message() {
     let pull = stream_and_consumer(&setup).await;
     let js = traced_jetstream(&setup);
     for _ in 0..3 {
-        js.publish("orders.new", "order".into()).await.unwrap();
+        js.publish("orders.new", "order".into())
+            .await
+            .unwrap()
+            .await
+            .unwrap();
     }
     let consumer = setup.consumer();
     let batch = consumer
@@ -119,7 +133,7 @@ async fn a_fetched_batch_is_one_receive_span_linked_to_every_message() {
         message.ack().await.unwrap();
     }
 
-    let spans = setup.recorder.wait_for(3 + 1 + 3 + 3).await;
+    let spans = setup.recorder.wait_for(3 + 3 + 1 + 3 + 3).await;
     let receive = named(&spans, "receive ORDERS");
     assert_eq!(receive.span_kind, SpanKind::Client);
     assert_eq!(
@@ -159,13 +173,48 @@ async fn a_publish_no_stream_takes_is_classified() {
     let error = traced_jetstream(&setup)
         .publish("nowhere", "x".into())
         .await
+        .unwrap()
+        .await
         .unwrap_err();
-    let spans = setup.recorder.wait_for(1).await;
-    let send = named(&spans, "send nowhere");
+    let spans = setup.recorder.wait_for(2).await;
+    // Handed over: the send succeeded; the stream's answer failed.
+    assert_eq!(named(&spans, "send nowhere").status, Status::Unset);
+    let send = named(&spans, "publish_ack nowhere");
     assert!(matches!(send.status, Status::Error { .. }));
     let want = match error.kind() {
         jetstream::context::PublishErrorKind::StreamNotFound => "stream_not_found",
         other => panic!("unexpected {other:?}"),
     };
     assert_eq!(attr(send, "error.type"), Some(want.into()));
+}
+
+#[tokio::test]
+async fn send_publish_and_a_duplicate() {
+    let Some(setup) = Setup::start().await else {
+        return;
+    };
+    let _pull = stream_and_consumer(&setup).await;
+    let js = traced_jetstream(&setup);
+    let mut raw = setup.client.subscribe("orders.dup").await.unwrap();
+    for _ in 0..2 {
+        let publish = jetstream::message::PublishMessage::build()
+            .payload("order".into())
+            .message_id("order-1");
+        let ack = js.send_publish("orders.dup", publish).await.unwrap();
+        ack.await.unwrap();
+    }
+    // The builder's message id and lens's trace context both went out.
+    let first = raw.next().await.unwrap();
+    let headers = first.headers.unwrap();
+    assert_eq!(headers.get("Nats-Msg-Id").unwrap().as_str(), "order-1");
+    assert!(headers.get("traceparent").is_some());
+    let spans = setup.recorder.wait_for(4).await;
+    let duplicates: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "publish_ack orders.dup")
+        .map(|s| attr(s, "messaging.nats.duplicate"))
+        .collect();
+    assert_eq!(duplicates.len(), 2);
+    assert!(duplicates.contains(&Some(true.into())));
+    assert!(duplicates.contains(&Some(false.into())));
 }

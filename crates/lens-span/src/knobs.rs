@@ -7,7 +7,8 @@
 /// `with_filter`, `with_span_name`, `with_request_attributes`, `with_response_attributes`,
 /// `with_classifier`, `with_on_failure`, `with_meter`, `with_global_meter`, `with_baggage_keys`,
 /// and the policy knob named in the call
-/// (`with_inbound_policy` or `with_outbound_policy`); and `Default` as the type's `new()`.
+/// (`with_inbound_policy` or `with_outbound_policy`, its argument the policy's type or
+/// `impl Into<` it `>`); and `Default` as the type's `new()`.
 ///
 /// ```text
 /// lens_span::span_knobs!(ServerLayer, request: RequestInfo<'_>, response: ResponseInfo<'_>,
@@ -57,7 +58,8 @@ macro_rules! span_knobs {
             #[doc = concat!("Decides per request what the propagated context may do (docs/propagation-rules.md#trust); default: ",
                 "trust every caller, send everything everywhere (NeMo Lens parity).")]
             pub fn $policy_fn(mut self, policy: $policy) -> Self {
-                self.options_mut().set_policy(policy);
+                // `$policy` may be `impl Into<P>` (a policy with a simpler one as a shorthand).
+                self.options_mut().set_policy($crate::__private::policy_into(policy));
                 self
             }
 

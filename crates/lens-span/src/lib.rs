@@ -104,4 +104,10 @@ pub mod __private {
     pub use opentelemetry::KeyValue;
     pub use opentelemetry::metrics::Meter;
     pub use opentelemetry::trace::{SpanRef, Tracer};
+
+    /// The policy knob's argument as the adapter's policy type (`impl Into<P>` or `P` itself).
+    #[inline]
+    pub fn policy_into<P, Q: Into<P>>(policy: Q) -> P {
+        policy.into()
+    }
 }

@@ -7,7 +7,7 @@
 //! | --- | --- | --- | --- | --- |
 //! | publish one message | `send` | PRODUCER | `send {destination}` | the caller's Context |
 //! | pull a batch | `receive` | CLIENT | `receive {destination}` | the caller's Context; a link to every message's context |
-//! | handle one message | `process` | CONSUMER | `process {destination}` | the message's context ([`ConsumerParent::Message`]), or a new trace with a link to it ([`ConsumerParent::Links`]) |
+//! | handle one message | `process` | CONSUMER | `process {destination}` | the span current when processing begins, with a link to the message's context, else the message's context ([`ConsumerParent::Ambient`]); the message's context ([`ConsumerParent::Message`]); or a new trace with a link to it ([`ConsumerParent::Links`]) |
 //! | ack / nak / term | `settle` | CLIENT | `{operation} {destination}` (`ack orders`) | the process span, when current |
 //!
 //! A temporary destination (a reply inbox) is left out of the span name (`send`) and of the
@@ -58,8 +58,9 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use lens_core::policy::OutboundDecision;
 use lens_core::policy::{InboundContext, InboundPolicy, InboundRequest};
-use lens_core::{InboundDecision, LensContextExt};
+use lens_core::{InboundDecision, LensContextExt, OutboundPolicy};
 use opentelemetry::propagation::Extractor;
 use opentelemetry::trace::{Link, SpanKind, TraceContextExt};
 use opentelemetry::{Context, KeyValue, StringValue};
@@ -106,14 +107,22 @@ impl OperationType {
     }
 }
 
-/// What a single-message `process` span descends from, chosen per consumer.
+/// What a single-message `process` span descends from, chosen per consumer
+/// (docs/messaging.md#parent-or-link has a waterfall of each).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ConsumerParent {
+    /// What the messaging conventions (1.44) recommend, the default: when a span is current
+    /// as processing begins (a poll loop's span, a batch's `receive` span), it is the parent
+    /// and the `process` span links to the message's context (when the policy lets it); with
+    /// no span current, the message's context is the parent, as with
+    /// [`ConsumerParent::Message`]. The message's baggage is current when the policy trusts
+    /// it.
+    #[default]
+    Ambient,
     /// The child of the context the message carried (when the policy trusts it), with a link
     /// to the span current when processing began, if any: one trace from producer to
     /// consumer, what NeMo Lens's `extract_context` + `attach` and most Python
-    /// instrumentations give. The default.
-    #[default]
+    /// instrumentations give.
     Message,
     /// A new trace with a link to the message's context (and to the span current when
     /// processing began): for consumers whose work is not part of the producer's (a message
@@ -171,6 +180,17 @@ pub struct Operation<'a> {
     /// Whether the destination is temporary (a reply inbox): left out of the span name and
     /// the metrics, `messaging.destination.temporary` set.
     pub temporary: bool,
+    /// Whether the metrics see `messaging.destination.name` (true unless the adapter says
+    /// otherwise: its destinations may be many, a subject per job or per user).
+    pub destination_in_metrics: bool,
+    /// `messaging.destination.template`: the pattern the destination is one of
+    /// (`rollout.jobs.*`); the span name's destination and a metric attribute when known.
+    pub template: Option<&'a str>,
+    /// `messaging.consumer.group.name`: the consumer group (NATS: the queue group).
+    pub consumer_group: Option<&'a str>,
+    /// `messaging.destination.subscription.name`: a durable or named subscription (a
+    /// JetStream durable consumer).
+    pub subscription: Option<&'a str>,
     /// `messaging.message.id`, where the broker gives one.
     pub message_id: Option<&'a str>,
     /// `messaging.message.body.size` (bytes).
@@ -192,6 +212,10 @@ impl<'a> Operation<'a> {
             operation_type,
             destination: None,
             temporary: false,
+            destination_in_metrics: true,
+            template: None,
+            consumer_group: None,
+            subscription: None,
             message_id: None,
             body_size: None,
             batch_count: None,
@@ -204,6 +228,30 @@ impl<'a> Operation<'a> {
     pub fn with_destination(mut self, destination: &'a str, temporary: bool) -> Self {
         self.destination = Some(destination);
         self.temporary = temporary;
+        self
+    }
+
+    /// Sets the destination's template: the span name's destination, and a metric attribute.
+    pub fn with_template(mut self, template: &'a str) -> Self {
+        self.template = Some(template);
+        self
+    }
+
+    /// Whether the metrics see the destination's name (default: true).
+    pub fn with_destination_in_metrics(mut self, on: bool) -> Self {
+        self.destination_in_metrics = on;
+        self
+    }
+
+    /// Sets the consumer group.
+    pub fn with_consumer_group(mut self, group: &'a str) -> Self {
+        self.consumer_group = Some(group);
+        self
+    }
+
+    /// Sets the subscription's name.
+    pub fn with_subscription(mut self, name: &'a str) -> Self {
+        self.subscription = Some(name);
         self
     }
 
@@ -232,11 +280,17 @@ impl<'a> Operation<'a> {
         self
     }
 
-    /// The span name the conventions give the operation: `{operation name} {destination}`, or
-    /// the operation name alone for a temporary or unknown destination.
+    /// The span name the conventions give the operation: `{operation name} {destination}`,
+    /// the destination being the template when known, else the destination's name; the
+    /// operation name alone for a temporary or unknown destination.
     pub fn span_name(&self) -> Cow<'static, str> {
-        match self.destination {
-            Some(destination) if !self.temporary => {
+        let destination = if self.temporary {
+            None
+        } else {
+            self.template.or(self.destination)
+        };
+        match destination {
+            Some(destination) => {
                 // Sized once: `format!` would grow its buffer, a second allocation per span.
                 let mut name = String::with_capacity(self.name.len() + 1 + destination.len());
                 name.push_str(self.name);
@@ -264,15 +318,38 @@ impl<'a> Operation<'a> {
         if let Some(port) = self.server_port {
             attributes.push(KeyValue::new(semconv::SERVER_PORT, i64::from(port)));
         }
+        if let Some(template) = self.template.filter(|_| !self.temporary) {
+            attributes.push(KeyValue::new(
+                semconv::MESSAGING_DESTINATION_TEMPLATE,
+                template.to_owned(),
+            ));
+        }
+        if let Some(group) = self.consumer_group {
+            attributes.push(KeyValue::new(
+                semconv::MESSAGING_CONSUMER_GROUP_NAME,
+                group.to_owned(),
+            ));
+        }
+        if let Some(name) = self.subscription {
+            attributes.push(KeyValue::new(
+                semconv::MESSAGING_DESTINATION_SUBSCRIPTION_NAME,
+                name.to_owned(),
+            ));
+        }
         // One copy of the destination (no clone of it): before the metrics' share of the
-        // attributes, or after it for a temporary one, which the metrics never see.
+        // attributes, or after it for a temporary one or one the metrics must not see.
         let destination = self
             .destination
             .map(|d| KeyValue::new(semconv::MESSAGING_DESTINATION_NAME, d.to_owned()));
         let metric_attributes = match destination {
-            Some(destination) if !self.temporary => {
+            Some(destination) if !self.temporary && self.destination_in_metrics => {
                 attributes.push(destination);
                 attributes.len()
+            }
+            Some(destination) if !self.temporary => {
+                let metric_attributes = attributes.len();
+                attributes.push(destination);
+                metric_attributes
             }
             Some(destination) => {
                 let metric_attributes = attributes.len();
@@ -361,6 +438,118 @@ impl DestinationPolicy {
     }
 }
 
+/// The outbound policy of a producer, chosen per destination as well as per server: one broker
+/// carries internal and external destinations, so the first rule whose pattern matches the
+/// message's destination decides (by the server's address, as lens-core's [`OutboundPolicy`]
+/// does), else the default. Patterns are those of [`DestinationPolicy`].
+///
+/// ```
+/// use lens_core::OutboundPolicy;
+/// use lens_span::messaging::OutboundDestinationPolicy;
+///
+/// let policy = OutboundDestinationPolicy::new(
+///     // Context to the company's brokers only...
+///     OutboundPolicy::default().trace_context_only_to(["*.internal"]),
+/// )
+/// // ...and never on the subjects partners read, whichever broker carries them.
+/// .for_destination(
+///     "partner.>",
+///     OutboundPolicy::default().trace_context_only_to(Vec::<String>::new()).no_baggage(),
+/// );
+///
+/// assert!(policy.decide("nats.internal", "jobs.rollout").trace_context);
+/// assert!(!policy.decide("nats.internal", "partner.orders").trace_context);
+/// assert!(!policy.decide("nats.internal", "partner.orders").baggage);
+/// assert!(!policy.decide("broker.example.com", "jobs.rollout").trace_context);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct OutboundDestinationPolicy {
+    default: OutboundPolicy,
+    rules: Arc<[(String, OutboundPolicy)]>,
+}
+
+impl From<OutboundPolicy> for OutboundDestinationPolicy {
+    /// `policy` for every destination.
+    fn from(policy: OutboundPolicy) -> Self {
+        OutboundDestinationPolicy::new(policy)
+    }
+}
+
+impl OutboundDestinationPolicy {
+    /// `default` for every destination no rule names.
+    pub fn new(default: OutboundPolicy) -> Self {
+        OutboundDestinationPolicy {
+            default,
+            rules: Arc::from(Vec::new()),
+        }
+    }
+
+    /// `policy` for destinations matching `pattern` (after the rules added before it).
+    pub fn for_destination(mut self, pattern: impl Into<String>, policy: OutboundPolicy) -> Self {
+        let mut rules = self.rules.to_vec();
+        rules.push((pattern.into(), policy));
+        self.rules = Arc::from(rules);
+        self
+    }
+
+    /// The policy for `destination`.
+    #[inline]
+    pub fn policy_for(&self, destination: &str) -> &OutboundPolicy {
+        self.rules
+            .iter()
+            .find(|(pattern, _)| subject_matches(pattern, destination))
+            .map_or(&self.default, |(_, policy)| policy)
+    }
+
+    /// What a message to `destination` on the broker at `server` may carry.
+    #[inline]
+    pub fn decide(&self, server: &str, destination: &str) -> OutboundDecision {
+        self.policy_for(destination).decide(server)
+    }
+}
+
+/// The destination templates a producer declares (`rollout.jobs.*`): a message's destination
+/// matching one is named by it in the span name and the metrics
+/// (`messaging.destination.template`), so that a destination per job or per run makes no new
+/// span name or metric series. Patterns are those of [`DestinationPolicy`]; the first match
+/// wins.
+///
+/// ```
+/// use lens_span::messaging::DestinationTemplates;
+///
+/// let templates = DestinationTemplates::default().with("rollout.jobs.*");
+/// assert_eq!(templates.template_for("rollout.jobs.7f3a"), Some("rollout.jobs.*"));
+/// assert_eq!(templates.template_for("orders"), None);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct DestinationTemplates {
+    patterns: Arc<[String]>,
+}
+
+impl DestinationTemplates {
+    /// Adds `pattern` (after those added before it).
+    pub fn with(mut self, pattern: impl Into<String>) -> Self {
+        let mut patterns = self.patterns.to_vec();
+        patterns.push(pattern.into());
+        self.patterns = Arc::from(patterns);
+        self
+    }
+
+    /// The first declared template `destination` matches.
+    #[inline]
+    pub fn template_for(&self, destination: &str) -> Option<&str> {
+        self.patterns
+            .iter()
+            .find(|pattern| subject_matches(pattern, destination))
+            .map(String::as_str)
+    }
+
+    /// Whether no template is declared.
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+}
+
 /// Whether `subject` matches the NATS-style `pattern`.
 fn subject_matches(pattern: &str, subject: &str) -> bool {
     let mut subject = subject.split('.');
@@ -442,11 +631,40 @@ impl<A: Adapter> SpanOptions<A, DestinationPolicy> {
         parent: ConsumerParent,
         current: &Context,
     ) -> LiveSpan {
+        self.start_process_with_links(request, operation, carrier, parent, current, Vec::new())
+    }
+
+    /// [`SpanOptions::start_process`] with `links` of the adapter's own besides (a message
+    /// taken from a batch: the batch's `receive` span).
+    pub fn start_process_with_links(
+        &self,
+        request: &A::Request<'_>,
+        operation: &Operation<'_>,
+        carrier: &dyn Extractor,
+        parent: ConsumerParent,
+        current: &Context,
+        mut links: Vec<Link>,
+    ) -> LiveSpan {
         let destination = operation.destination.unwrap_or_default();
         let inbound = self.extract_message(destination, carrier);
         let (mut attributes, metric_attributes) = operation.attributes();
-        let mut links = Vec::new();
+        let current_span = current.span();
+        let current_sc = current_span.span_context();
         let (parent_cx, new_root) = match (parent, inbound.remote_span_context()) {
+            (ConsumerParent::Ambient, remote) if current_sc.is_valid() => {
+                // The span current now is the parent; the message's context a link (trusted
+                // or, as the policy says, linked only).
+                if let Some(sc) = remote.or_else(|| inbound.link.clone()) {
+                    links.push(Link::with_context(sc));
+                }
+                let cx = match inbound.decision {
+                    InboundDecision::Trust => {
+                        current.with_baggage_list(inbound.parent.lens_baggage().into_owned())
+                    }
+                    _ => current.clone(),
+                };
+                (cx, None)
+            }
             (ConsumerParent::Links, Some(remote)) => {
                 links.push(Link::with_context(remote));
                 // The message's baggage stays (the policy trusted it); its span does not parent
@@ -472,9 +690,11 @@ impl<A: Adapter> SpanOptions<A, DestinationPolicy> {
         };
         attributes.extend(new_root);
         self.push_baggage_keys(&mut attributes, &parent_cx);
-        let current_span = current.span();
-        let current_sc = current_span.span_context();
-        if current_sc.is_valid() && !links.iter().any(|l| l.span_context == *current_sc) {
+        let ambient_parent = parent_cx.span().span_context() == current_sc;
+        if current_sc.is_valid()
+            && !ambient_parent
+            && !links.iter().any(|l| l.span_context == *current_sc)
+        {
             links.push(Link::with_context(current_sc.clone()));
         }
         self.start_kind(

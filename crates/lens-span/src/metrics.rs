@@ -8,7 +8,7 @@
 //! | --- | --- | --- |
 //! | `HttpServer` | `http.server.request.duration` (s); opt-in `http.server.active_requests`, `http.server.{request,response}.body.size` (By) | `http.request.method` (`_OTHER` outside the known set), `url.scheme`, `http.route` (the matched route only), `network.protocol.version`, `http.response.status_code`, `error.type` |
 //! | `HttpClient` | `http.client.request.duration` (s), per attempt; opt-in `http.client.{request,response}.body.size` (By) | `http.request.method`, `server.address`, `server.port`, `network.protocol.version`, `http.response.status_code`, `error.type` |
-//! | `Messaging` | `messaging.client.operation.duration` (s) for send, receive and settle, `messaging.process.duration` (s) for process; counters `messaging.client.sent.messages` (send) and `messaging.client.consumed.messages` (receive, and process unless a receive counted its message) | `messaging.system`, `messaging.operation.name`, `messaging.operation.type`, `messaging.destination.name` (not for a temporary destination), `error.type`, `server.address`, `server.port` |
+//! | `Messaging` | `messaging.client.operation.duration` (s) for send, receive and settle, `messaging.process.duration` (s) for process; counters `messaging.client.sent.messages` (send) and `messaging.client.consumed.messages` (receive, and process unless a receive counted its message) | `messaging.system`, `messaging.operation.name`, `messaging.operation.type`, `messaging.destination.name` (only where the adapter says destinations are low-cardinality, never a temporary one), `messaging.destination.template`, `messaging.consumer.group.name`, `messaging.destination.subscription.name`, `error.type`, `server.address`, `server.port` |
 //! | `RpcServer` / `RpcClient` | `rpc.{server,client}.call.duration` (s) under `rpc` / `rpc/dup`, `rpc.{server,client}.duration` (ms) without the opt-in or under `rpc/dup` | the RPC attributes of the chosen conventions, `error.type`; clients `server.address`, `server.port`; on a server an `UNIMPLEMENTED` call's method is `_OTHER` |
 //!
 //! The attributes are taken from the adapter's own span attributes, never from the
@@ -57,8 +57,8 @@ pub enum Instruments {
     Messaging,
 }
 
-/// At most this many attributes per data point: the largest set (`rpc/dup` on a client) is 9.
-const MAX_ATTRIBUTES: usize = 9;
+/// At most this many attributes per data point: the largest set (messaging) is 10.
+const MAX_ATTRIBUTES: usize = 10;
 
 /// The metric attributes of each kind of call, in the order every data point has them (the SDK
 /// finds an existing series without allocating when the order is the same each time).
@@ -80,7 +80,7 @@ const HTTP_CLIENT_KEYS: [&str; 6] = [
     attr::ERROR_TYPE,
 ];
 #[allow(deprecated)] // the legacy RPC keys
-const RPC_KEYS: [&str; MAX_ATTRIBUTES] = [
+const RPC_KEYS: [&str; 9] = [
     attr::RPC_SYSTEM,
     attr::RPC_SERVICE,
     attr::RPC_SYSTEM_NAME,
@@ -92,11 +92,14 @@ const RPC_KEYS: [&str; MAX_ATTRIBUTES] = [
     attr::SERVER_ADDRESS,
     attr::SERVER_PORT,
 ];
-const MESSAGING_KEYS: [&str; 7] = [
+const MESSAGING_KEYS: [&str; MAX_ATTRIBUTES] = [
     attr::MESSAGING_SYSTEM,
     attr::MESSAGING_OPERATION_NAME,
     attr::MESSAGING_OPERATION_TYPE,
     attr::MESSAGING_DESTINATION_NAME,
+    attr::MESSAGING_DESTINATION_TEMPLATE,
+    attr::MESSAGING_CONSUMER_GROUP_NAME,
+    attr::MESSAGING_DESTINATION_SUBSCRIPTION_NAME,
     attr::ERROR_TYPE,
     attr::SERVER_ADDRESS,
     attr::SERVER_PORT,
@@ -735,10 +738,11 @@ mod tests {
             Instruments::HttpClient,
             Instruments::RpcServer(rpc),
             Instruments::RpcClient(rpc),
+            Instruments::Messaging,
         ] {
             assert!(kind.keys().len() <= MAX_ATTRIBUTES, "{kind:?}");
         }
-        assert_eq!(Instruments::RpcClient(rpc).keys().len(), MAX_ATTRIBUTES);
+        assert_eq!(Instruments::Messaging.keys().len(), MAX_ATTRIBUTES);
     }
 
     #[test]

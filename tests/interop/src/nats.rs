@@ -563,7 +563,9 @@ async fn rust_to_python(
                 .publish(subject, payload)
                 .with_context(cx.clone())
                 .await
-                .map_err(Error::nats("publishing to JetStream"))?;
+                .map_err(Error::nats("publishing to JetStream"))?
+                .await
+                .map_err(Error::nats("the JetStream ack"))?;
             published.sequence = Some(ack.sequence);
         }
     }
@@ -730,9 +732,14 @@ fn check_spans(
         .as_deref()
         .and_then(|id| trace.iter().find(|s| s.span_id == id));
     let settle = case.mode == Mode::JetStream && consumer_side == Side::Rust;
+    // A Rust requester's wait for the reply is a `receive` span of its own, a Rust JetStream
+    // publisher's ack a `publish_ack` span.
+    let rust_producer = producer_side == Side::Rust;
     let expected = 2
         + usize::from(observed.caller.is_some())
         + usize::from(case.mode == Mode::Request)
+        + usize::from(case.mode == Mode::Request && rust_producer)
+        + usize::from(case.mode == Mode::JetStream && rust_producer)
         + usize::from(settle);
     checks.eq(
         &label("spans of the trace (both sides)"),
@@ -808,12 +815,21 @@ fn check_spans(
             );
         }
         if case.mode == Mode::JetStream {
+            // A Rust publisher records the ack on its `publish_ack` span, the child of `send`.
+            let acked = format!("publish_ack {subject}");
+            let recorded = match (span.side, span.kind.as_str()) {
+                (Side::Rust, "PRODUCER") => trace
+                    .iter()
+                    .find(|s| s.side == Side::Rust && s.name == acked)
+                    .and_then(|s| s.attribute("messaging.nats.stream_sequence")),
+                _ => span.attribute("messaging.nats.stream_sequence"),
+            };
             checks.eq(
                 &label(&format!(
                     "{:?} {} span: the stream sequence",
                     span.side, span.kind
                 )),
-                &span.attribute("messaging.nats.stream_sequence"),
+                &recorded,
                 &observed.handled.sequence.map(|s| s.to_string()),
             );
         }

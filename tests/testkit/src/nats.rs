@@ -66,6 +66,25 @@ impl NatsServer {
     /// [`NatsServer::start`] without a skip or a panic: why the server could not start, for a
     /// harness that reports it (the interop run).
     pub fn try_start() -> Result<NatsServer, NatsStartError> {
+        NatsServer::try_start_on("127.0.0.1")
+    }
+
+    /// [`NatsServer::start`] listening on `host` (`0.0.0.0`: every interface, as the package's
+    /// service starts it, its `INFO` then naming `0.0.0.0` as its host).
+    pub fn start_on(host: &str) -> Option<NatsServer> {
+        let required = std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "require");
+        match NatsServer::try_start_on(host) {
+            Ok(server) => Some(server),
+            Err(NatsStartError::NotInstalled) if !required => {
+                eprintln!("skipped: nats-server is not installed (apt-get install nats-server)");
+                None
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// [`NatsServer::try_start`] listening on `host`.
+    pub fn try_start_on(host: &str) -> Result<NatsServer, NatsStartError> {
         static N: AtomicUsize = AtomicUsize::new(0);
         let store = std::env::temp_dir().join(format!(
             "lens-nats-test-{}-{}",
@@ -75,7 +94,7 @@ impl NatsServer {
         std::fs::create_dir_all(&store)
             .map_err(|e| NatsStartError::Failed(format!("creating {}: {e}", store.display())))?;
         let spawned = Command::new("nats-server")
-            .args(["-a", "127.0.0.1", "-p", "-1", "-js", "-sd"])
+            .args(["-a", host, "-p", "-1", "-js", "-sd"])
             .arg(&store)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

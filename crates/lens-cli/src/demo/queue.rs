@@ -4,7 +4,8 @@
 //! child of the trainer's `send` span) and collects the rollout under it.
 //!
 //! Each run publishes to a subject of its own, `rollout.jobs.<run>`, so that demos sharing one
-//! nats-server never consume each other's jobs.
+//! nats-server never consume each other's jobs; both sides declare the template
+//! `rollout.jobs.*`, which names the spans and the metrics (no new span name or series per run).
 
 use std::hash::{BuildHasher as _, Hasher as _, RandomState};
 use std::time::Duration;
@@ -70,6 +71,7 @@ impl RolloutJobs {
         let mut jobs = Consumer::new()
             .with_tracer(worker.tracer(NATS_SCOPE))
             .with_meter(worker.meter(NATS_SCOPE))
+            .with_destination_template(format!("{ROLLOUT_JOBS}.*"))
             .subscriber(client, subscriber);
         let rollout = worker.tracer("rollout-worker");
         tokio::spawn(async move {
@@ -83,6 +85,7 @@ impl RolloutJobs {
         let client = Producer::new()
             .with_tracer(trainer.tracer(NATS_SCOPE))
             .with_meter(trainer.meter(NATS_SCOPE))
+            .with_destination_template(format!("{ROLLOUT_JOBS}.*"))
             .with_filter(move |_: &lens_nats::MessageInfo<'_>| FilterDecision {
                 span: true,
                 inject,
