@@ -62,6 +62,7 @@
 mod check;
 mod describe;
 mod doctor;
+mod doctor_nginx;
 mod doctor_queue;
 mod doctor_rabbitmq;
 mod error;
