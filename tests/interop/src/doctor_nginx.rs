@@ -125,6 +125,9 @@ impl Nginx {
     fn start(binary: &Path, dir: &Path, http: &str, ports: &[u16]) -> Result<Nginx> {
         let _ignored = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
+        // nginx reads the paths of its configuration from its prefix: all of them absolute.
+        let dir = &std::fs::canonicalize(dir)
+            .map_err(Error::io(format!("the absolute path of {}", dir.display())))?;
         let d = dir.display();
         let conf = format!(
             "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
@@ -144,7 +147,11 @@ fastcgi_temp_path {d}/fastcgi;\nuwsgi_temp_path {d}/uwsgi;\nscgi_temp_path {d}/s
             .arg(dir.join("error.log"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            // What it says before its error log is open (a configuration it cannot read).
+            .stderr(
+                std::fs::File::create(dir.join("stderr.log"))
+                    .map_err(Error::io("creating nginx's stderr.log"))?,
+            )
             .spawn()
             .map_err(Error::io(format!("starting {}", binary.display())))?;
         let mut nginx = Nginx {
@@ -170,8 +177,13 @@ fastcgi_temp_path {d}/fastcgi;\nuwsgi_temp_path {d}/uwsgi;\nscgi_temp_path {d}/s
         Ok(nginx)
     }
 
+    /// Its error log and standard error.
     fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
+        ["error.log", "stderr.log"]
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(self.dir.join(f)).ok())
+            .collect::<Vec<_>>()
+            .join("")
     }
 }
 
