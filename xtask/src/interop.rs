@@ -25,13 +25,15 @@ inject_context / extract_context on the metadata, tonic with lens-tonic; unary a
 server-streaming), NCCL context bytes both ways, Ray-style remote-call carriers both ways, NATS
 both ways over a nats-server the run starts (nats-py with NeMo Lens's inject_context /
 extract_context on the headers, lens-nats; core, request/reply, JetStream), both SDKs' OTLP
-exporters into `lens watch`, and the propagation doctor (`lens check`) on four live hops, two of
-them broken. Scenarios and checks: docs/interop-with-python.md.
+exporters into `lens watch`, and the propagation doctor (`lens check`) on live hops, some of
+them broken (behind Debian's nginx too). Scenarios and checks: docs/interop-with-python.md.
 
 --only SCENARIO runs one scenario: nccl, ray, http-python-first, http-rust-first,
 grpc-python-to-rust, grpc-rust-to-python, nats, zeromq, watch, doctor, doctor-rabbitmq or probe
 (default: all).
-The nats scenario needs `nats-server` on PATH (Debian's nats-server package).
+The nats scenario needs `nats-server` on PATH (Debian's nats-server package); the doctor
+scenario's load-balancer pools need nginx (Debian's nginx package; skipped without it unless
+LENS_NGINX=require).
 
 Needs a Python >= 3.13 (nemo-lens 0.1.0 requires it), looked for in this order:
   $LENS_INTEROP_PYTHON, python3.14 / python3.13 / python3 / python on PATH, then

@@ -18,10 +18,18 @@
 //!    Python publisher that does not inject, a lens consumer that links, and fan-out (a
 //!    Python publisher, a lens consumer continuing, a Python subscriber ignoring the headers).
 //!
+//! 10.–11. behind stock nginx ([`doctor_nginx`]): a NeMo Lens Python client sends 30 requests
+//!    (HTTP, `proxy_pass`) and 30 calls (gRPC, `grpc_pass`), one at a time, round robin over
+//!    three lens replicas each, the third behind a server block that drops the trace headers.
+//!    Skipped with a note without nginx, unless `LENS_NGINX=require`.
+//!
 //! Checked on the JSON lines of `lens check --json` over the saved file: exactly three
 //! `lost-context` (error: hop 3 with the "received no traceparent" cause, hop 7 over the
 //! queue with "found no traceparent in the message", and hop 9's audit subscriber; each naming
-//! both traces, spans and services), exactly one `untrusted-linked` (info, hop 4), no other finding, exit 1; the
+//! both traces, spans and services), behind nginx exactly the 10 HTTP and 10 gRPC requests the
+//! third replica served as `lost-context`, each paired by request and time ("behind a proxy or
+//! load balancer") and naming `instance relay-3`, exactly one `untrusted-linked` (info, hop 4),
+//! no other finding, exit 1; the
 //! linked consumer's trace says which span it continues; the healthy queue hops are one trace
 //! each; `--quiet` leaves the info out and still exits 1; `lens watch` reported the same live.
 
@@ -36,6 +44,7 @@ use serde_json::{Value, json};
 
 use crate::check::Checks;
 use crate::describe::seen;
+use crate::doctor_nginx::{self, Pool};
 use crate::doctor_queue::{self, PYTHON_NATS_SERVICE};
 use crate::error::{Error, Result};
 use crate::http::{
@@ -268,13 +277,22 @@ pub(crate) async fn run(
     let queue = doctor_queue::run(python, scripts, &queue_dir, &otlp, checks).await?;
     all.extend(queue.all.iter().cloned());
     checks.spans += queue.all.len();
+    // Hops 10 and 11, behind nginx.
+    let nginx_dir = out.join("nginx");
+    std::fs::create_dir_all(&nginx_dir)
+        .map_err(Error::io(format!("creating {}", nginx_dir.display())))?;
+    let pools = doctor_nginx::run(python, scripts, &nginx_dir, &otlp, checks).await?;
+    if let Some(pools) = &pools {
+        all.extend(pools.all.iter().cloned());
+        checks.spans += pools.all.len();
+    }
 
     // Every trace whole in lens watch (so in the saved file), and what it found live.
     let expected = trace_counts(&all);
     let mut lines = tokio::task::block_in_place(|| watch.read_until(&expected))?;
     lines.extend(watch.finish()?);
     checks.eq(
-        "lens watch shows every trace of the nine hops",
+        "lens watch shows every trace of the hops",
         &expected.len(),
         &expected
             .iter()
@@ -289,11 +307,28 @@ pub(crate) async fn run(
         &Some(1),
     );
     let found = findings(&checked.lines);
+    let behind_nginx = if pools.is_some() {
+        2 * doctor_nginx::REQUESTS / 3
+    } else {
+        0
+    };
     checks.check(
-        "lens check: no finding but three lost-context and one untrusted-linked",
-        found.len() == 4,
+        &format!(
+            "lens check: no finding but {} lost-context and one untrusted-linked",
+            3 + behind_nginx
+        ),
+        found.len() == 4 + behind_nginx,
         || format!("{found:#?}"),
     );
+    let mut lost_behind_nginx = Vec::new();
+    if let Some(pools) = &pools {
+        for (label, server, pool) in [
+            ("proxy_pass", doctor_nginx::RELAY_SERVICE, &pools.http),
+            ("grpc_pass", doctor_nginx::TRAINER_SERVICE, &pools.grpc),
+        ] {
+            lost_behind_nginx.extend(check_pool(checks, &found, label, server, pool));
+        }
+    }
     let http = (PYTHON_SERVICE, RUST_SERVICE);
     let lost = one_finding(checks, &found, "lost-context", "error", http);
     if let Some(lost) = lost {
@@ -352,12 +387,13 @@ pub(crate) async fn run(
     let quiet = lens_check(lens, &["--json", "--quiet"], &save)?;
     checks.eq("lens check --quiet exits 1", &quiet.code, &Some(1));
     checks.eq(
-        "lens check --quiet: the three lost-context alone",
+        "lens check --quiet: the lost-context alone",
         &sorted(findings(&quiet.lines)),
         &sorted(
             lost.into_iter()
                 .chain(lost_message)
                 .chain(lost_fan_out)
+                .chain(lost_behind_nginx)
                 .collect(),
         ),
     );
@@ -375,6 +411,67 @@ pub(crate) async fn run(
         &sorted(found),
     );
     Ok(())
+}
+
+/// The findings between the nginx pool's client and `server` (`label`: the pool): exactly one
+/// `lost-context` (error) for each request the third replica served, from the client's CLIENT
+/// span to one of that replica's SERVER spans, paired by request and time, naming the instance
+/// and the cause; those findings.
+fn check_pool<'a>(
+    checks: &mut Checks,
+    found: &[&'a Value],
+    label: &str,
+    server: &str,
+    pool: &Pool,
+) -> Vec<&'a Value> {
+    let client = doctor_nginx::CLIENT_SERVICE;
+    let of_pool: Vec<&Value> = found
+        .iter()
+        .copied()
+        .filter(|f| f["services"] == json!([client, server]))
+        .collect();
+    let sorted = |mut ids: Vec<String>| {
+        ids.sort();
+        ids
+    };
+    let id = |f: &Value, key: &str, n: usize| f[key][n].as_str().unwrap_or_default().to_owned();
+    checks.eq(
+        &format!(
+            "behind nginx {label}: a finding for exactly the requests the third replica served"
+        ),
+        &sorted(of_pool.iter().map(|f| id(f, "trace_ids", 0)).collect()),
+        &sorted(pool.lost_traces.clone()),
+    );
+    let lead = format!(
+        "context lost on {client} -> {server} (instance {}): ",
+        doctor_nginx::LOST_INSTANCE
+    );
+    let wrong: Vec<&&Value> = of_pool
+        .iter()
+        .filter(|f| {
+            let message = f["message"].as_str().unwrap_or_default();
+            f["finding"] != "lost-context"
+                || f["severity"] != "error"
+                || f["doc"] != "docs/doctor.md#lost-context"
+                || !pool.lost_servers.contains(&id(f, "span_ids", 1))
+                || !message.starts_with(&lead)
+                || !message.contains(
+                    "paired by request and time (behind a proxy or load balancer: the addresses \
+                     differ)",
+                )
+                || !message.contains(&format!("{server} received no traceparent"))
+        })
+        .collect();
+    checks.check(
+        &format!(
+            "behind nginx {label}: each an error lost-context to a SERVER span of {}, paired by \
+             request and time, naming the instance and the cause",
+            doctor_nginx::LOST_INSTANCE
+        ),
+        wrong.is_empty() && !of_pool.is_empty(),
+        || format!("{wrong:#?}"),
+    );
+    of_pool
 }
 
 /// What `lens check` says of the queue hops' traces: a healthy hop is one trace holding its

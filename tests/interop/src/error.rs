@@ -38,6 +38,9 @@ pub(crate) enum Error {
     /// A ZeroMQ socket of the harness failed (the `zeromq` scenario).
     #[error("{what}: {message}")]
     Zmq { what: String, message: String },
+    /// nginx (the `doctor` scenario's load balancer) is missing or did not start.
+    #[error("nginx: {message}")]
+    Nginx { message: String },
     /// A context description could not be built into a Rust Context.
     #[error("context {what}: {message}")]
     Context { what: String, message: String },

@@ -145,6 +145,18 @@ pub(crate) async fn export_rust(
     spans: Vec<opentelemetry_sdk::trace::SpanData>,
     target: &(opentelemetry_otlp::Protocol, String),
 ) -> Result<()> {
+    let resource = opentelemetry_sdk::Resource::builder_empty()
+        .with_service_name(RUST_SERVICE)
+        .build();
+    export_rust_as(spans, target, &resource).await
+}
+
+/// Sends `spans` to `target` with opentelemetry-otlp, under `resource`.
+pub(crate) async fn export_rust_as(
+    spans: Vec<opentelemetry_sdk::trace::SpanData>,
+    target: &(opentelemetry_otlp::Protocol, String),
+    resource: &opentelemetry_sdk::Resource,
+) -> Result<()> {
     use opentelemetry_otlp::WithExportConfig as _;
     use opentelemetry_sdk::trace::SpanExporter as _;
     let failed = |e: &dyn std::fmt::Display| Error::Http {
@@ -163,11 +175,7 @@ pub(crate) async fn export_rust(
             .build(),
     };
     let mut exporter = built.map_err(|e| failed(&e))?;
-    exporter.set_resource(
-        &opentelemetry_sdk::Resource::builder_empty()
-            .with_service_name(RUST_SERVICE)
-            .build(),
-    );
+    exporter.set_resource(resource);
     exporter.export(spans).await.map_err(|e| failed(&e))?;
     let _ignored = exporter.shutdown();
     Ok(())

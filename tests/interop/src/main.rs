@@ -38,13 +38,16 @@
 //! * `watch`: both HTTP scenarios again, every span of both languages also exported over OTLP
 //!   (gRPC and HTTP, each SDK's own exporter) to a running `lens watch` (`--lens PATH`): one
 //!   whole trace each in its `--json`, on its page, and from `lens check` on its `--save` file.
-//! * `doctor`: nine hops into one `lens watch --save`: over HTTP, healthy Python -> Rust and
+//! * `doctor`: eleven hops into one `lens watch --save`: over HTTP, healthy Python -> Rust and
 //!   Rust -> Python, a Python client that sends no context to a lens server, a lens server whose
 //!   policy links; over NATS (a nats-server of its own), healthy Python -> Rust and Rust ->
 //!   Python, a Python publisher that does not inject, a lens consumer that links, fan-out (a
-//!   lens consumer continuing, a Python subscriber ignoring the headers). `lens check --json` on
-//!   the saved file finds the three `lost-context` (HTTP, queue, fan-out), the one
-//!   `untrusted-linked`, and nothing else.
+//!   lens consumer continuing, a Python subscriber ignoring the headers); behind Debian's nginx
+//!   (skipped without it unless `LENS_NGINX=require`), a NeMo Lens Python client's 30 HTTP
+//!   requests (`proxy_pass`) and 30 gRPC calls (`grpc_pass`) round robin over three lens
+//!   replicas, the third behind a server block that drops the trace headers. `lens check --json`
+//!   on the saved file finds the three `lost-context` (HTTP, queue, fan-out), the 10 + 10 behind
+//!   nginx (paired by request, `instance relay-3`), the one `untrusted-linked`, and nothing else.
 //! * `doctor-rabbitmq`: a RabbitMQ node of its own, pika and aio-pika with their OpenTelemetry
 //!   instrumentations into `lens watch --save`, a healthy hop and one whose publisher drops the
 //!   headers: `lens check` finds exactly that one (skipped without `rabbitmq-server` unless
@@ -62,6 +65,7 @@
 mod check;
 mod describe;
 mod doctor;
+mod doctor_nginx;
 mod doctor_queue;
 mod doctor_rabbitmq;
 mod error;
