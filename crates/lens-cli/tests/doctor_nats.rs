@@ -170,8 +170,11 @@ async fn a_message_that_lost_its_context_in_a_jetstream_batch_is_reported() {
     one_lost_hop(&check(vec![trainer_spans, worker_spans]), lost);
 }
 
-#[tokio::test]
-async fn a_message_that_lost_its_context_on_a_subscriber_polled_under_a_span_is_reported() {
+/// A worker polls its subscriber inside a span of its own (its loop's) and processes two
+/// messages, one sent with its context and one without; lens-nats's consumer parents the
+/// `process` spans as `parent` says. The doctor reports exactly the message that lost its
+/// context.
+async fn polled_under_a_span(parent: lens_nats::ConsumerParent) {
     let Some(server) = NatsServer::start() else {
         return;
     };
@@ -179,6 +182,7 @@ async fn a_message_that_lost_its_context_on_a_subscriber_polled_under_a_span_is_
     let (trainer, worker) = (Service::new("trainer"), Service::new("rollout-worker"));
     let mut jobs = lens_nats::Consumer::new()
         .with_tracer(worker.tracer())
+        .with_consumer_parent(parent)
         .subscriber(&client, client.subscribe("jobs.core").await.unwrap());
     lens_nats::Producer::new()
         .with_tracer(trainer.tracer())
@@ -191,7 +195,6 @@ async fn a_message_that_lost_its_context_on_a_subscriber_polled_under_a_span_is_
     client.publish("jobs.core", "lost".into()).await.unwrap();
     client.flush().await.unwrap();
     send.end();
-    // The worker polls its subscriber inside a span of its own (its loop's).
     let poll = worker.tracer().start("poll jobs");
     let ambient = Context::current_with_span(poll);
     async {
@@ -203,21 +206,60 @@ async fn a_message_that_lost_its_context_on_a_subscriber_polled_under_a_span_is_
     .with_context(ambient.clone())
     .await;
     ambient.span().end();
+    let poll_id = ambient.span().span_context().span_id();
     let trainer_spans = trainer.export(2).await;
     // poll jobs, two process.
     let worker_spans = worker.export(3).await;
-    let process_roots: Vec<SpanData> = worker
+    let process: Vec<SpanData> = worker
         .recorder
         .ended()
         .into_iter()
-        .filter(|s| s.span_kind == SpanKind::Consumer && s.parent_span_id == SpanId::INVALID)
+        .filter(|s| s.span_kind == SpanKind::Consumer)
         .collect();
-    assert_eq!(process_roots.len(), 1);
-    assert!(
-        process_roots[0]
-            .links
+    assert_eq!(process.len(), 2);
+    // The premise, per mode: where the message without context's `process` span sits.
+    let unlinked_to_a_send = |s: &SpanData| {
+        !s.links
             .iter()
-            .any(|l| l.span_context.span_id() == ambient.span().span_context().span_id())
-    );
+            .any(|l| l.span_context.trace_id() != poll_trace(&ambient))
+    };
+    match parent {
+        // The conventions' default: both are children of the poll span; the one whose message
+        // carried a context links to its send, the other links to nothing.
+        lens_nats::ConsumerParent::Ambient => {
+            assert!(process.iter().all(|s| s.parent_span_id == poll_id));
+            assert_eq!(process.iter().filter(|s| unlinked_to_a_send(s)).count(), 1);
+        }
+        // The message as parent: the lost one is a root of its own that links to the poll
+        // span, a span of another trace.
+        _ => {
+            let roots: Vec<&SpanData> = process
+                .iter()
+                .filter(|s| s.parent_span_id == SpanId::INVALID)
+                .collect();
+            assert_eq!(roots.len(), 1);
+            assert!(
+                roots[0]
+                    .links
+                    .iter()
+                    .any(|l| l.span_context.span_id() == poll_id)
+            );
+        }
+    }
     one_lost_hop(&check(vec![trainer_spans, worker_spans]), lost);
+}
+
+fn poll_trace(ambient: &Context) -> opentelemetry::trace::TraceId {
+    ambient.span().span_context().trace_id()
+}
+
+#[tokio::test]
+async fn a_message_that_lost_its_context_on_a_subscriber_polled_under_a_span_is_reported() {
+    // lens-nats's default: the poll span is the parent, the message's context a link.
+    polled_under_a_span(lens_nats::ConsumerParent::Ambient).await;
+}
+
+#[tokio::test]
+async fn the_same_with_the_message_as_parent() {
+    polled_under_a_span(lens_nats::ConsumerParent::Message).await;
 }
