@@ -65,6 +65,8 @@
 //!   says; [`CountedBody`] counts a body's bytes for the body-size [`metrics`];
 //!   [`Responder`] records what a response means (classifier, response hook);
 //!   [`in_span`] runs a future inside a span of its own.
+//! - [`stream`]: the marks of a streamed response (when its head and its first chunk passed),
+//!   recorded by [`TracedBody`].
 //! - [`classify`]: what is an error, per kind of span (HTTP server 5xx, HTTP client 4xx/5xx,
 //!   gRPC server codes per the conventions, gRPC client any non-OK): the defaults.
 //! - [`rpc`]: the gRPC attributes and the `OTEL_SEMCONV_STABILITY_OPT_IN` choice; [`httpconv`]:
@@ -89,6 +91,7 @@ mod propagation;
 pub mod redact;
 pub mod rpc;
 pub mod scope;
+pub mod stream;
 
 pub use body::{AtLastFrame, BodyEnd, CountedBody, TracedBody};
 pub use lifecycle::{

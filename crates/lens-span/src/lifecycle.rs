@@ -8,6 +8,7 @@ use std::net::IpAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Poll;
+use std::time::SystemTime;
 
 use http::HeaderMap;
 use lens_core::HeaderCarrier;
@@ -409,9 +410,10 @@ impl<A: Adapter, P> SpanOptions<A, P> {
     }
 
     #[inline]
-    fn live(&self, cx: Context, metrics: Option<CallMetrics>) -> LiveSpan {
+    fn live(&self, start: SystemTime, cx: Context, metrics: Option<CallMetrics>) -> LiveSpan {
         LiveSpan {
             cx,
+            start,
             on_failure: self.on_failure.clone(),
             metrics,
         }
@@ -436,7 +438,9 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         if let Some(link) = inbound.link {
             builder.links = Some(vec![Link::with_context(link)]);
         }
+        let start = start_of(&builder);
         self.live(
+            start,
             self.tracer
                 .start(builder, &inbound.parent, self.random_flag_on_new_traces),
             metrics,
@@ -462,7 +466,9 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         if !links.is_empty() {
             builder.links = Some(links);
         }
+        let start = start_of(&builder);
         self.live(
+            start,
             self.tracer
                 .start(builder, parent, self.random_flag_on_new_traces),
             metrics,
@@ -482,12 +488,12 @@ impl<A: Adapter, P> SpanOptions<A, P> {
     ) -> LiveSpan {
         let metrics = self.call_metrics(&attributes);
         let name = self.name_and_attributes(request, default_name, &mut attributes);
+        let builder = builder(name, SpanKind::Client, attributes);
+        let start = start_of(&builder);
         self.live(
-            self.tracer.start(
-                builder(name, SpanKind::Client, attributes),
-                parent,
-                self.random_flag_on_new_traces,
-            ),
+            start,
+            self.tracer
+                .start(builder, parent, self.random_flag_on_new_traces),
             metrics,
         )
     }
@@ -612,14 +618,23 @@ impl<A: Adapter> Responder<A> {
 }
 
 /// A builder with the fields set directly: `with_attributes` would collect the vector again.
+/// Its start time is read here rather than by the SDK (the same one clock read), so that the
+/// span's marks ([`crate::stream`]) are measured from the start the span records.
 #[inline]
 fn builder(name: Cow<'static, str>, kind: SpanKind, attributes: Vec<KeyValue>) -> SpanBuilder {
     SpanBuilder {
         name,
         span_kind: Some(kind),
         attributes: Some(attributes),
+        start_time: Some(opentelemetry::time::now()),
         ..SpanBuilder::default()
     }
+}
+
+/// The start time `builder` sets (now, when it sets none).
+#[inline]
+fn start_of(builder: &SpanBuilder) -> SystemTime {
+    builder.start_time.unwrap_or_else(opentelemetry::time::now)
 }
 
 /// A started span until it ends: ends when [`LiveSpan::end`] or [`LiveSpan::end_with`] is
@@ -631,6 +646,8 @@ fn builder(name: Cow<'static, str>, kind: SpanKind, attributes: Vec<KeyValue>) -
 /// ends, with the metric attributes the adapter set ([`LiveSpan::set_attribute`], `error.type`).
 pub struct LiveSpan {
     cx: Context,
+    /// When the span started (the time its record carries).
+    start: SystemTime,
     on_failure: Option<Arc<OnFailureFn>>,
     metrics: Option<CallMetrics>,
 }
@@ -654,6 +671,11 @@ impl LiveSpan {
     /// The span.
     pub fn span(&self) -> SpanRef<'_> {
         self.cx.span()
+    }
+
+    /// When the span started: the start time its record carries.
+    pub fn start_time(&self) -> SystemTime {
+        self.start
     }
 
     fn attach(&self) -> ContextGuard {
@@ -831,12 +853,17 @@ where
     T: Tracer,
     T::Span: Send + Sync + 'static,
 {
+    let mut builder = builder;
+    let start = *builder
+        .start_time
+        .get_or_insert_with(opentelemetry::time::now);
     let span = builder.start_with_context(tracer, parent);
     let cx = context_with_span_in(&Context::current(), parent, span, true);
     InSpan {
         inner: future,
         span: Some(LiveSpan {
             cx,
+            start,
             on_failure: None,
             metrics: None,
         }),
