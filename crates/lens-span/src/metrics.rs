@@ -597,7 +597,10 @@ impl CallMetrics {
         }
         if let Some(histogram) = &recorder.response_size
             && !self.response_detached
-            && recorder.kind == Instruments::HttpServer
+            && matches!(
+                recorder.kind,
+                Instruments::HttpServer | Instruments::HttpClient
+            )
         {
             histogram.record(self.response_bytes, attributes);
         }
