@@ -211,7 +211,16 @@ where
                     (span, _) => span,
                 };
                 let end = end.unwrap_or_else(CallEnd::untraced);
-                Poll::Ready(Ok(response.map(|inner| TracedBody::new(inner, span, end))))
+                // A client marks when the head arrived, should the response be a stream.
+                let head =
+                    (span.is_some() && end.side == SpanSide::Client).then(opentelemetry::time::now);
+                Poll::Ready(Ok(response.map(|inner| {
+                    let body = TracedBody::new(inner, span, end);
+                    match head {
+                        Some(at) => body.with_head(at),
+                        None => body,
+                    }
+                })))
             }
             Err(e) => {
                 if let Some(span) = span {
