@@ -156,6 +156,17 @@ impl ClientMiddleware {
         self
     }
 
+    /// Every call is the GenAI operation `gen_ai` (off by default): the spans get the GenAI
+    /// attributes (`gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`)
+    /// and, on a streamed response, `gen_ai.response.time_to_first_chunk`; with metrics on, the
+    /// GenAI time-to-first-chunk and time-per-chunk histograms (docs/streaming.md). One request says it on its own with
+    /// a [`GenAi`](lens_span::genai::GenAi) in its extensions
+    /// (`.with_extension(GenAi::new("chat", "openai"))`), which wins over this.
+    pub fn with_gen_ai(mut self, gen_ai: lens_span::genai::GenAi) -> Self {
+        self.options_mut().set_gen_ai(Some(gen_ai));
+        self
+    }
+
     /// Starts the CLIENT span for `req` (unless filtered out) and injects its context (or the
     /// parent's, or nothing, as the filter says); returns the span.
     fn start(&self, req: &mut Request, extensions: &mut Extensions) -> Option<LiveSpan> {
@@ -213,6 +224,9 @@ impl ClientMiddleware {
         );
         if let Some(size) = request_body_size(req) {
             span.set_request_body_size(size);
+        }
+        if let Some(gen_ai) = extensions.get::<lens_span::genai::GenAi>() {
+            span.set_gen_ai(Arc::new(gen_ai.clone()));
         }
         if filter.inject {
             options

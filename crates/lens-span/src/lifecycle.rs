@@ -20,6 +20,7 @@ use opentelemetry_semantic_conventions::attribute::ERROR_TYPE;
 
 use crate::Propagation;
 use crate::classify::{Classify, Failure, Outcome};
+use crate::genai::GenAi;
 use crate::metrics::{BodyBytes, CallMetrics, Instruments, OptIn, Recorder};
 
 /// What the hooks of one adapter see: its view of a request and of a response, and what its
@@ -107,6 +108,7 @@ pub struct SpanOptions<A: Adapter, P> {
     on_failure: Option<Arc<OnFailureFn>>,
     metrics: MetricsConfig,
     baggage_keys: bool,
+    gen_ai: Option<Arc<GenAi>>,
 }
 
 /// The metrics knobs: the adapter's kind of call, the meter (none: metrics off), the opt-ins,
@@ -143,6 +145,7 @@ impl<A: Adapter, P: Clone> Clone for SpanOptions<A, P> {
             on_failure: self.on_failure.clone(),
             metrics: self.metrics.clone(),
             baggage_keys: self.baggage_keys,
+            gen_ai: self.gen_ai.clone(),
         }
     }
 }
@@ -190,6 +193,7 @@ impl<A: Adapter, P> SpanOptions<A, P> {
                 recorder: None,
             },
             baggage_keys: false,
+            gen_ai: None,
         }
     }
 
@@ -250,6 +254,12 @@ impl<A: Adapter, P> SpanOptions<A, P> {
     /// [`SpanOptions::record_baggage_sent`].
     pub fn set_baggage_keys(&mut self, on: bool) {
         self.baggage_keys = on;
+    }
+
+    /// Every call is the GenAI operation `gen_ai` (none: not GenAI, the default): its spans
+    /// get the GenAI attributes and, on streamed responses, figures ([`crate::genai`]).
+    pub fn set_gen_ai(&mut self, gen_ai: Option<GenAi>) {
+        self.gen_ai = gen_ai.map(Arc::new);
     }
 
     /// Starts spans with `tracer`.
@@ -411,12 +421,17 @@ impl<A: Adapter, P> SpanOptions<A, P> {
 
     #[inline]
     fn live(&self, start: SystemTime, cx: Context, metrics: Option<CallMetrics>) -> LiveSpan {
-        LiveSpan {
+        let mut live = LiveSpan {
             cx,
+            gen_ai: None,
             start,
             on_failure: self.on_failure.clone(),
             metrics,
+        };
+        if let Some(gen_ai) = &self.gen_ai {
+            live.set_gen_ai(Arc::clone(gen_ai));
         }
+        live
     }
 
     /// Starts a SERVER span for `request` from what the inbound policy let through: the trusted
@@ -646,6 +661,8 @@ fn start_of(builder: &SpanBuilder) -> SystemTime {
 /// ends, with the metric attributes the adapter set ([`LiveSpan::set_attribute`], `error.type`).
 pub struct LiveSpan {
     cx: Context,
+    /// The GenAI operation the call is, when the user said so ([`crate::genai`]).
+    gen_ai: Option<Arc<GenAi>>,
     /// When the span started (the time its record carries).
     start: SystemTime,
     on_failure: Option<Arc<OnFailureFn>>,
@@ -676,6 +693,44 @@ impl LiveSpan {
     /// When the span started: the start time its record carries.
     pub fn start_time(&self) -> SystemTime {
         self.start
+    }
+
+    /// The call is the GenAI operation `gen_ai` ([`crate::genai`]): its attributes go on the
+    /// span now, its figures when the response is streamed (replacing an operation set before).
+    pub fn set_gen_ai(&mut self, gen_ai: Arc<GenAi>) {
+        let mut attributes = Vec::with_capacity(3);
+        gen_ai.push_attributes(&mut attributes);
+        self.cx.span().set_attributes(attributes);
+        self.gen_ai = Some(gen_ai);
+    }
+
+    /// The first chunk passed `seconds` after the span started ([`crate::stream`]).
+    pub(crate) fn first_chunk(&mut self, seconds: f64) {
+        let Some(gen_ai) = &self.gen_ai else {
+            return;
+        };
+        self.cx.span().set_attribute(KeyValue::new(
+            crate::genai::RESPONSE_TIME_TO_FIRST_CHUNK,
+            seconds,
+        ));
+        if let Some(metrics) = &self.metrics {
+            metrics.record_time_to_first_chunk(gen_ai, seconds);
+        }
+    }
+
+    /// A streamed response of `chunks` chunks, the first at `first`, ended complete now.
+    pub(crate) fn stream_completed(&mut self, first: SystemTime, chunks: u64) {
+        let (Some(gen_ai), Some(metrics)) = (&self.gen_ai, &self.metrics) else {
+            return;
+        };
+        if chunks < 2 {
+            return;
+        }
+        let elapsed = opentelemetry::time::now()
+            .duration_since(first)
+            .unwrap_or_default()
+            .as_secs_f64();
+        metrics.record_time_per_chunk(gen_ai, elapsed / (chunks - 1) as f64);
     }
 
     fn attach(&self) -> ContextGuard {
@@ -863,6 +918,7 @@ where
         inner: future,
         span: Some(LiveSpan {
             cx,
+            gen_ai: None,
             start,
             on_failure: None,
             metrics: None,

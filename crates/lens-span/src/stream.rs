@@ -14,6 +14,10 @@
 //! | [`CHUNKS`] `lens.stream.chunks` | attribute, `int` | both | the data frames that went through, when the span ends |
 //! | [`END`] `lens.stream.end` | attribute, `string` | both | how the stream ended: `complete`, `abandoned` (dropped before its end: the peer went away, the caller stopped reading), `failed` (the body failed: a reset, a broken connection) |
 //!
+//! With the GenAI opt-in ([`crate::genai`]) the span also gets the conventions'
+//! `gen_ai.response.time_to_first_chunk` (the same figure), and the GenAI metrics are recorded
+//! from the same marks.
+//!
 //! A response with one data frame records nothing of this. The marks cost one clock read at
 //! the first data frame, a counter per frame, no allocation per frame; the events and attributes
 //! are written once per streamed response.
@@ -105,11 +109,7 @@ impl Marks {
         }
         self.chunks += 1;
         match self.chunks {
-            1 => {
-                if span.span().is_recording() {
-                    self.first = Some(opentelemetry::time::now());
-                }
-            }
+            1 if span.span().is_recording() => self.first = Some(opentelemetry::time::now()),
             2 => self.record(span),
             _ => {}
         }
@@ -127,6 +127,9 @@ impl Marks {
         let span_ref = span.span();
         span_ref.set_attribute(KeyValue::new(CHUNKS, chunks));
         span_ref.set_attribute(KeyValue::new(END, end.as_str()));
+        if let (StreamEnd::Complete, Some(first)) = (end, self.first) {
+            span.stream_completed(first, self.chunks);
+        }
         // Once: a body whose trailers did not end its span ends again at its end.
         self.chunks = 0;
     }
@@ -148,6 +151,8 @@ impl Marks {
             span_ref.set_attribute(KeyValue::new(TIME_TO_HEAD, since_start(head)));
         }
         span_ref.add_event_with_timestamp(Cow::Borrowed(FIRST_CHUNK_EVENT), first, Vec::new());
-        span_ref.set_attribute(KeyValue::new(TIME_TO_FIRST_CHUNK, since_start(first)));
+        let seconds = since_start(first);
+        span_ref.set_attribute(KeyValue::new(TIME_TO_FIRST_CHUNK, seconds));
+        span.first_chunk(seconds);
     }
 }

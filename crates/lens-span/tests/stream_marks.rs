@@ -2,7 +2,7 @@
 //! one-frame response; for a streamed one, when its head and its first chunk passed (events at
 //! their times, attributes in seconds from the span's start), how many chunks and how it ended,
 //! including a stream the peer abandoned or reset.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
 

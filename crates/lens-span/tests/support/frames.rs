@@ -1,7 +1,7 @@
 //! A response body made of given frames, polled by hand: what a server sends or a client reads,
 //! one frame at a time, with nothing between the test and `TracedBody`.
 
-#![allow(dead_code)] // each test file uses part of it
+#![allow(dead_code, clippy::panic, clippy::unwrap_used)] // each test file uses part of it
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll, Waker};
