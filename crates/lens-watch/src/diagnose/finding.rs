@@ -59,11 +59,13 @@ pub enum Rule {
     DuplicateSpanId,
     /// A link to a span in a trace that was received without it.
     DanglingLink,
+    /// A hop whose first chunk left only when the stream it read from had ended.
+    BufferedStream,
 }
 
 impl Rule {
     /// Every rule, in the order docs/doctor.md explains them.
-    pub const ALL: [Rule; 10] = [
+    pub const ALL: [Rule; 11] = [
         Rule::LostContext,
         Rule::UntrustedLinked,
         Rule::MissingParent,
@@ -74,6 +76,7 @@ impl Rule {
         Rule::SelfParent,
         Rule::DuplicateSpanId,
         Rule::DanglingLink,
+        Rule::BufferedStream,
     ];
 
     /// The rule's id: `lost-context`, `untrusted-linked`, ...
@@ -89,6 +92,7 @@ impl Rule {
             Rule::SelfParent => "self-parent",
             Rule::DuplicateSpanId => "duplicate-span-id",
             Rule::DanglingLink => "dangling-link",
+            Rule::BufferedStream => "buffered-stream",
         }
     }
 
@@ -97,6 +101,7 @@ impl Rule {
         match self {
             Rule::LostContext => Severity::Error,
             Rule::UntrustedLinked => Severity::Info,
+            Rule::BufferedStream => Severity::Info,
             _ => Severity::Warning,
         }
     }

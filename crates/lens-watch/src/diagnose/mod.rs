@@ -21,6 +21,7 @@ mod new_root;
 mod pairing;
 mod queues;
 mod rules;
+mod streams;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -185,6 +186,10 @@ exported twice, or a span id generator that repeats",
             } else if reopened {
                 self.answered_client(span);
             }
+        }
+        // A hop that defeats streaming (docs/doctor.md#buffered-stream).
+        if !partial {
+            streams::buffered_streams(id, spans, &mut findings);
         }
         self.prune();
         findings
