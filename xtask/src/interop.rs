@@ -29,7 +29,7 @@ exporters into `lens watch`, and the propagation doctor (`lens check`) on four l
 them broken. Scenarios and checks: docs/interop-with-python.md.
 
 --only SCENARIO runs one scenario: nccl, ray, http-python-first, http-rust-first,
-grpc-python-to-rust, grpc-rust-to-python, nats, watch, doctor or probe (default: all).
+grpc-python-to-rust, grpc-rust-to-python, nats, watch, doctor, probe or http-stream (default: all).
 The nats scenario needs `nats-server` on PATH (Debian's nats-server package).
 
 Needs a Python >= 3.13 (nemo-lens 0.1.0 requires it), looked for in this order:

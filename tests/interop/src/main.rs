@@ -63,6 +63,7 @@ mod python;
 mod ray;
 mod rows;
 mod spans;
+mod stream;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -76,7 +77,7 @@ use python::{PythonProcess, START_TIMEOUT};
 const USAGE: &str =
     "usage: lens-interop --python PYTHON --scripts DIR --out DIR [--lens LENS] [--only SCENARIO]
 scenarios: nccl, ray, http-python-first, http-rust-first, grpc-python-to-rust, grpc-rust-to-python,
-nats, watch, doctor, probe (default: all; watch, doctor and probe need --lens)";
+nats, watch, doctor, probe, http-stream (default: all; watch, doctor and probe need --lens)";
 
 const SCENARIOS: &[&str] = &[
     "nccl",
@@ -89,6 +90,7 @@ const SCENARIOS: &[&str] = &[
     "watch",
     "doctor",
     "probe",
+    "http-stream",
 ];
 
 struct Options {
@@ -213,6 +215,20 @@ async fn main() -> ExitCode {
         let mut checks = Checks::new("nats");
         let run = match scenario_dir(&options.out, "nats") {
             Ok(out) => nats::run(&options.python, &options.scripts, &out, &mut checks).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = run {
+            checks.fail("scenario could not finish", e);
+        }
+        results.push(checks);
+    }
+    // Streamed responses both ways (docs/streaming.md).
+    if wanted("http-stream") {
+        let mut checks = Checks::new("http-stream");
+        let run = match scenario_dir(&options.out, "http-stream") {
+            Ok(out) => stream::run(&options.python, &options.scripts, &out, &mut checks)
+                .await
+                .map(drop),
             Err(e) => Err(e),
         };
         if let Err(e) = run {
