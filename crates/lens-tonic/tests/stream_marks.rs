@@ -128,12 +128,21 @@ type Client = tonic::client::Grpc<lens_tonic::ClientService<tonic::transport::Ch
 
 struct Setup {
     recorder: Recorder,
+    server_metrics: lens_testkit::metrics::Metrics,
+    client_metrics: lens_testkit::metrics::Metrics,
     grpc: Client,
     generate: Arc<Mutex<Option<RawFrames>>>,
     _provider: SdkTracerProvider,
 }
 
 async fn setup() -> Setup {
+    setup_with(None).await
+}
+
+/// Both layers with metrics on, and with `gen_ai` when given.
+async fn setup_with(gen_ai: Option<lens_tonic::GenAi>) -> Setup {
+    let server_metrics = lens_testkit::metrics::Metrics::new();
+    let client_metrics = lens_testkit::metrics::Metrics::new();
     let recorder = Recorder::default();
     let provider = SdkTracerProvider::builder()
         .with_span_processor(recorder.clone())
@@ -144,7 +153,12 @@ async fn setup() -> Setup {
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr: SocketAddr = listener.local_addr().unwrap();
-    let layer = ServerLayer::new().with_tracer(provider.tracer("server"));
+    let mut layer = ServerLayer::new()
+        .with_tracer(provider.tracer("server"))
+        .with_meter(server_metrics.meter("server"));
+    if let Some(gen_ai) = &gen_ai {
+        layer = layer.with_gen_ai(gen_ai.clone());
+    }
     tokio::spawn(async move {
         Server::builder()
             .layer(layer)
@@ -158,11 +172,17 @@ async fn setup() -> Setup {
         .connect()
         .await
         .unwrap();
-    let channel = ClientLayer::new()
+    let mut client_layer = ClientLayer::new()
         .with_tracer(provider.tracer("client"))
-        .layer(channel);
+        .with_meter(client_metrics.meter("client"));
+    if let Some(gen_ai) = gen_ai {
+        client_layer = client_layer.with_gen_ai(gen_ai);
+    }
+    let channel = client_layer.layer(channel);
     Setup {
         recorder,
+        server_metrics,
+        client_metrics,
         grpc: tonic::client::Grpc::new(channel),
         generate,
         _provider: provider,
@@ -340,4 +360,62 @@ async fn a_bidirectional_stream_is_marked_on_both_sides() {
         assert_eq!(attr(span, CHUNKS), Some(Value::I64(3)));
         assert_eq!(attr(span, END), Some(Value::from("complete")));
     }
+}
+
+#[tokio::test]
+async fn a_gen_ai_server_stream_records_the_conventions_figures_on_both_sides() {
+    let op = lens_tonic::GenAi::new("chat", "triton").with_model("llama");
+    let mut setup = setup_with(Some(op)).await;
+    let (tx, mut stream) = generate(&mut setup).await;
+    for text in ["token 1", "token 2", "token 3"] {
+        tx.send(message(text)).await.unwrap();
+        assert!(stream.message().await.unwrap().is_some());
+    }
+    tx.send(trailers_ok()).await.unwrap();
+    assert_eq!(stream.message().await.unwrap(), None);
+    let spans = setup.recorder.wait_for(2).await;
+    for kind in [SpanKind::Client, SpanKind::Server] {
+        let span = of_kind(&spans, kind.clone());
+        assert_eq!(
+            attr(span, "gen_ai.operation.name"),
+            Some(Value::from("chat"))
+        );
+        assert_eq!(
+            attr(span, "gen_ai.provider.name"),
+            Some(Value::from("triton"))
+        );
+        assert_eq!(
+            attr(span, "gen_ai.response.time_to_first_chunk"),
+            attr(span, lens_span::stream::TIME_TO_FIRST_CHUNK),
+            "{kind:?}"
+        );
+    }
+    let points = setup.server_metrics.collect();
+    let first: Vec<_> = points
+        .iter()
+        .filter(|p| p.name == "gen_ai.server.time_to_first_token")
+        .collect();
+    assert_eq!(first.len(), 1, "{points:#?}");
+    assert_eq!(
+        (first[0].value, first[0].get("gen_ai.request.model")),
+        (1.0, Some("llama"))
+    );
+    assert!(
+        points
+            .iter()
+            .any(|p| p.name == "gen_ai.server.time_per_output_token")
+    );
+    let points = setup.client_metrics.collect();
+    let first: Vec<_> = points
+        .iter()
+        .filter(|p| p.name == "gen_ai.client.operation.time_to_first_chunk")
+        .collect();
+    assert_eq!(first.len(), 1, "{points:#?}");
+    // (No `server.address` here: a channel hides it unless `with_server_address` says it.)
+    assert_eq!(first[0].get("gen_ai.operation.name"), Some("chat"));
+    assert!(
+        points
+            .iter()
+            .any(|p| p.name == "gen_ai.client.operation.time_per_output_chunk")
+    );
 }
