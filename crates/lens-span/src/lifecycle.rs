@@ -780,8 +780,8 @@ impl LiveSpan {
         self.metrics.as_mut()?.count_request_body()
     }
 
-    /// With body sizes on, a counter for a response body that outlives the span (a client's
-    /// span ends when the response head arrives): the size is recorded, with the span's metric
+    /// With body sizes on, a counter for a response body that outlives the span (an adapter
+    /// that ends its span before the body, unlike [`TracedBody`](crate::TracedBody)): the size is recorded, with the span's metric
     /// attributes as they are now, when the body ends or the counter is dropped. Call it once
     /// the status code and the outcome are recorded. `None` with body sizes off.
     pub fn count_response_body(&mut self) -> Option<BodyBytes> {
