@@ -135,6 +135,17 @@ impl ServerLayer {
         &mut Arc::make_mut(&mut self.config).options
     }
 
+    /// Every call is the GenAI operation `gen_ai` (off by default): the spans get the GenAI
+    /// attributes (`gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`)
+    /// and, on a streamed response, `gen_ai.response.time_to_first_chunk`; with metrics on, the
+    /// GenAI time-to-first-chunk and time-per-chunk histograms (docs/streaming.md). A route says it on its own by putting
+    /// a [`GenAi`](lens_span::genai::GenAi) in its response's extensions (a handler returning
+    /// `(axum::Extension(GenAi::new("chat", "vllm")), body)`), which wins over this.
+    pub fn with_gen_ai(mut self, gen_ai: lens_span::genai::GenAi) -> Self {
+        self.options_mut().set_gen_ai(Some(gen_ai));
+        self
+    }
+
     /// Adds a `traceresponse` header (W3C Trace Context Level 2) with the SERVER span's trace id
     /// and span id to every traced response. Off by default.
     pub fn with_traceresponse(mut self, on: bool) -> Self {
@@ -307,6 +318,10 @@ where
                     };
                     // The user's classifier, else the conventions' (5xx), then the hooks.
                     responder.respond(span, &status, &info, &HttpServerErrors);
+                    // A route that says it is a GenAI operation.
+                    if let Some(gen_ai) = res.extensions().get::<lens_span::genai::GenAi>() {
+                        span.set_gen_ai(std::sync::Arc::new(gen_ai.clone()));
+                    }
                     if *this.traceresponse
                         && let Some(tr) =
                             TraceResponse::from_span_context(span.span().span_context())

@@ -101,3 +101,5 @@ pub use layer::{
 /// sees, and the default classifier (5xx are errors).
 pub use lens_span::FilterDecision;
 pub use lens_span::classify::{Classify, Failure, HttpServerErrors, Outcome};
+/// What a call says it is with the GenAI opt-in (`with_gen_ai`, or per call: docs/streaming.md).
+pub use lens_span::genai::GenAi;

@@ -44,5 +44,7 @@ pub use ext::{RequestBuilderExt, inject_into_request};
 /// sees, and the default classifier (4xx and 5xx are errors).
 pub use lens_span::FilterDecision;
 pub use lens_span::classify::{Classify, Failure, HttpClientErrors, Outcome};
+/// What a call says it is with the GenAI opt-in (`with_gen_ai`, or per call: docs/streaming.md).
+pub use lens_span::genai::GenAi;
 pub use middleware::ClientMiddleware;
 pub use url::redacted_url;

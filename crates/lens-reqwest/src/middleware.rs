@@ -11,9 +11,9 @@ use std::task::{Context as TaskContext, Poll, ready};
 use http::Extensions;
 use lens_core::policy::OutboundPolicy;
 use lens_span::classify::{HttpClientErrors, Outcome};
-use lens_span::metrics::BodyBytes;
 use lens_span::{
-    Adapter, CountedBody, LiveSpan, Propagation, Responder, SpanOptions, httpconv, poll_in,
+    Adapter, AtLastFrame, LiveSpan, Propagation, Responder, SpanOptions, TracedBody, httpconv,
+    poll_in,
 };
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_semantic_conventions::attribute::{
@@ -69,6 +69,14 @@ struct Config {
 /// A [`reqwest_middleware::Middleware`] that records one CLIENT span per attempt and injects that
 /// span's W3C trace context (and the Context's baggage) into the request, as an
 /// [`OutboundPolicy`] allows for the destination host.
+///
+/// The span lasts until the response body has been read to its end, has failed, or has been
+/// dropped, whatever the caller reads it with (`bytes()`, `text()`, `json()`, `chunk()`,
+/// `bytes_stream()`), so that its duration covers the whole response; a streamed response
+/// (server-sent events, chunked) is marked with when its head and its first chunk arrived
+/// (`lens.stream.*`, docs/streaming.md). To do so the response's body is given up by
+/// `reqwest::Response` through an `http::Response`, wrapped and put back; the response is
+/// otherwise unchanged (status, headers, version, URL, extensions, `content_length()`).
 ///
 /// Register it after (inside) any retry middleware, so that every attempt gets its own span and
 /// `traceparent`; attempts after the first carry `http.request.resend_count`. A `traceparent`
@@ -142,14 +150,20 @@ impl ClientMiddleware {
     /// - the response body: the bytes the caller actually reads from it (chunked and streaming
     ///   bodies count; after reqwest's decompression, when its `gzip`/`brotli`/`zstd`/`deflate`
     ///   features decode it), recorded when the body has been read to its end, fails, or the
-    ///   response is dropped (a response dropped unread records 0).
-    ///
-    /// Costs eight allocations per attempt, only when on (docs/metrics.md): the response's
-    /// body is given up by `reqwest::Response` only through an `http::Response`, then wrapped
-    /// and put back; the response is otherwise unchanged (status, headers, version, URL,
-    /// extensions, `content_length()`).
+    ///   response is dropped (a response dropped unread records 0), when the span ends.
     pub fn with_body_sizes(mut self, on: bool) -> Self {
         self.options_mut().set_body_sizes(on);
+        self
+    }
+
+    /// Every call is the GenAI operation `gen_ai` (off by default): the spans get the GenAI
+    /// attributes (`gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`)
+    /// and, on a streamed response, `gen_ai.response.time_to_first_chunk`; with metrics on, the
+    /// GenAI time-to-first-chunk and time-per-chunk histograms (docs/streaming.md). One request says it on its own with
+    /// a [`GenAi`](lens_span::genai::GenAi) in its extensions
+    /// (`.with_extension(GenAi::new("chat", "openai"))`), which wins over this.
+    pub fn with_gen_ai(mut self, gen_ai: lens_span::genai::GenAi) -> Self {
+        self.options_mut().set_gen_ai(Some(gen_ai));
         self
     }
 
@@ -211,6 +225,9 @@ impl ClientMiddleware {
         if let Some(size) = request_body_size(req) {
             span.set_request_body_size(size);
         }
+        if let Some(gen_ai) = extensions.get::<lens_span::genai::GenAi>() {
+            span.set_gen_ai(Arc::new(gen_ai.clone()));
+        }
         if filter.inject {
             options
                 .propagation()
@@ -262,19 +279,21 @@ fn request_body_size(req: &Request) -> Option<u64> {
     })
 }
 
-/// `res` with its body's bytes counted into `bytes` as the caller reads them (recorded when the
-/// body ends or the response is dropped). A `reqwest::Response` gives its body up only as an
-/// `http::Response`: it goes through one and back, its URL kept (the extension reqwest reads
-/// it from), its status, headers, version and extensions unchanged.
-fn count_response_body(res: Response, bytes: BodyBytes) -> Response {
+/// `res` with its body in a [`TracedBody`] that ends `span` when the caller has read the body
+/// to its end, when it fails, or when the response is dropped, whatever the caller reads it
+/// with (`bytes()`, `text()`, `json()`, `chunk()`, `bytes_stream()`), marking a streamed
+/// response ([`lens_span::stream`]: its head arrived at `head`). A `reqwest::Response` gives
+/// its body up only as an `http::Response`: it goes through one and back, its URL kept (the
+/// extension reqwest reads it from), its status, headers, version and extensions unchanged.
+fn trace_body(res: Response, span: LiveSpan, head: std::time::SystemTime) -> Response {
     use reqwest::ResponseBuilderExt as _;
     let url = res.url().clone();
     let (mut parts, body) = http::Response::from(res).into_parts();
     if let Ok(holder) = http::Response::builder().url(url).body(()) {
         parts.extensions.extend(holder.into_parts().0.extensions);
     }
-    let body = reqwest::Body::wrap(CountedBody::new(body, bytes));
-    Response::from(http::Response::from_parts(parts, body))
+    let body = TracedBody::new(body, Some(span), AtLastFrame).with_head(head);
+    Response::from(http::Response::from_parts(parts, reqwest::Body::wrap(body)))
 }
 
 /// The `error.type` of a failed attempt: the kind of transport failure.
@@ -313,16 +332,14 @@ impl Future for Attempt<'_> {
         if let Some(mut span) = this.span.take() {
             match result {
                 Ok(res) => {
+                    let head = opentelemetry::time::now();
                     let status = res.status();
                     span.set_attribute(httpconv::status_code(status));
                     // The user's classifier, else the conventions' (4xx and 5xx), then the hooks.
                     this.responder
                         .respond(&mut span, &status, &res, &HttpClientErrors);
-                    // With body sizes on: the body outlives the span, counted as it is read.
-                    result = Ok(match span.count_response_body() {
-                        Some(bytes) => count_response_body(res, bytes),
-                        None => res,
-                    });
+                    // The span lasts until the body is read, fails or is dropped.
+                    result = Ok(trace_body(res, span, head));
                 }
                 Err(err) => {
                     span.record(Outcome::failure(error_type(&err), err.to_string()));

@@ -35,6 +35,8 @@ async fn client_span(middleware: impl FnOnce(ClientMiddleware) -> ClientMiddlewa
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
+    // The span ends with the body.
+    assert_eq!(res.text().await.unwrap(), "hi");
     let mut spans = exporter.get_finished_spans().unwrap();
     assert_eq!(spans.len(), 1, "{spans:#?}");
     spans.remove(0)

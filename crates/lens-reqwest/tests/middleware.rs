@@ -237,6 +237,7 @@ async fn every_attempt_gets_its_own_span_and_traceparent() {
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
+    drop(res); // the second attempt's span ends with its response
     let spans: Vec<SpanData> = exporter
         .get_finished_spans()
         .unwrap()

@@ -13,6 +13,7 @@ use pin_project_lite::pin_project;
 use crate::classify::Outcome;
 use crate::lifecycle::{LiveSpan, poll_in};
 use crate::metrics::BodyBytes;
+use crate::stream::{Marks, StreamEnd};
 
 /// How a [`TracedBody`] ends its span: what trailers mean, what the end of the stream means.
 pub trait BodyEnd {
@@ -56,6 +57,10 @@ pin_project! {
     /// A response body that ends the call's span when its last frame has been polled, when it
     /// fails, or when it is dropped (the peer went away, [`BodyEnd::dropped`]), whichever comes
     /// first; streaming bodies are covered, the span lasts until the stream ends.
+    ///
+    /// On a streamed response (more than one data frame) it marks the span with when the first
+    /// data frame passed (and, for a client, [`TracedBody::with_head`], when the head arrived),
+    /// how many frames did and how the stream ended ([`crate::stream`]).
     pub struct TracedBody<B, H = AtLastFrame>
     where
         H: BodyEnd,
@@ -64,6 +69,7 @@ pin_project! {
         inner: B,
         span: Option<LiveSpan>,
         end: H,
+        marks: Marks,
     }
 
     impl<B, H> PinnedDrop for TracedBody<B, H>
@@ -72,7 +78,14 @@ pin_project! {
     {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
-            if let Some(span) = this.span.take() {
+            if let Some(mut span) = this.span.take() {
+                // A server drops a body once it says it has ended, without polling its end.
+                let end = if this.marks.at_end() {
+                    StreamEnd::Complete
+                } else {
+                    StreamEnd::Abandoned
+                };
+                this.marks.end(&mut span, end);
                 this.end.dropped(span);
             }
         }
@@ -90,7 +103,19 @@ impl<B, H: BodyEnd> fmt::Debug for TracedBody<B, H> {
 impl<B, H: BodyEnd> TracedBody<B, H> {
     /// `inner`, ending `span` (none: an untraced response) as `end` says.
     pub fn new(inner: B, span: Option<LiveSpan>, end: H) -> Self {
-        TracedBody { inner, span, end }
+        TracedBody {
+            inner,
+            span,
+            end,
+            marks: Marks::default(),
+        }
+    }
+
+    /// A client's response body: its head arrived at `at` (marked on the span if the response
+    /// turns out to be streamed).
+    pub fn with_head(mut self, at: std::time::SystemTime) -> Self {
+        self.marks = Marks::with_head(at);
+        self
     }
 
     /// The wrapped body.
@@ -114,21 +139,30 @@ impl<B: Body, H: BodyEnd> Body for TracedBody<B, H> {
         match &result {
             Some(Ok(frame)) => {
                 if let (Some(data), Some(span)) = (frame.data_ref(), this.span.as_mut()) {
-                    span.add_body_bytes(data.remaining());
+                    let len = data.remaining();
+                    span.add_body_bytes(len);
+                    this.marks.data_frame(span, len);
+                    if inner.is_end_stream() {
+                        this.marks.reached_end();
+                    }
                 }
                 if let Some(trailers) = frame.trailers_ref()
-                    && let Some(span) = this.span.take()
+                    && let Some(mut span) = this.span.take()
                 {
+                    // Trailers come after the last data frame: the stream is complete.
+                    this.marks.end(&mut span, StreamEnd::Complete);
                     *this.span = this.end.trailers(span, trailers);
                 }
             }
             Some(Err(_)) => {
-                if let Some(span) = this.span.take() {
+                if let Some(mut span) = this.span.take() {
+                    this.marks.end(&mut span, StreamEnd::Failed);
                     this.end.error::<B::Error>(span);
                 }
             }
             None => {
-                if let Some(span) = this.span.take() {
+                if let Some(mut span) = this.span.take() {
+                    this.marks.end(&mut span, StreamEnd::Complete);
                     this.end.end_of_stream(span);
                 }
             }

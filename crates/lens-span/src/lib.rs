@@ -65,6 +65,9 @@
 //!   says; [`CountedBody`] counts a body's bytes for the body-size [`metrics`];
 //!   [`Responder`] records what a response means (classifier, response hook);
 //!   [`in_span`] runs a future inside a span of its own.
+//! - [`stream`]: the marks of a streamed response (when its head and its first chunk passed),
+//!   recorded by [`TracedBody`]; [`genai`]: the GenAI opt-in (attributes and metrics from
+//!   the same marks).
 //! - [`classify`]: what is an error, per kind of span (HTTP server 5xx, HTTP client 4xx/5xx,
 //!   gRPC server codes per the conventions, gRPC client any non-OK): the defaults.
 //! - [`rpc`]: the gRPC attributes and the `OTEL_SEMCONV_STABILITY_OPT_IN` choice; [`httpconv`]:
@@ -79,6 +82,7 @@
 pub mod baggage_keys;
 mod body;
 pub mod classify;
+pub mod genai;
 pub mod httpconv;
 mod knobs;
 mod lifecycle;
@@ -90,6 +94,7 @@ pub mod redact;
 mod rejected_carrier;
 pub mod rpc;
 pub mod scope;
+pub mod stream;
 
 pub use body::{AtLastFrame, BodyEnd, CountedBody, TracedBody};
 pub use lifecycle::{

@@ -8,6 +8,7 @@ use std::net::IpAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Poll;
+use std::time::SystemTime;
 
 use http::HeaderMap;
 use lens_core::HeaderCarrier;
@@ -19,6 +20,7 @@ use opentelemetry_semantic_conventions::attribute::ERROR_TYPE;
 
 use crate::Propagation;
 use crate::classify::{Classify, Failure, Outcome};
+use crate::genai::GenAi;
 use crate::metrics::{BodyBytes, CallMetrics, Instruments, OptIn, Recorder};
 
 /// What the hooks of one adapter see: its view of a request and of a response, and what its
@@ -106,6 +108,7 @@ pub struct SpanOptions<A: Adapter, P> {
     on_failure: Option<Arc<OnFailureFn>>,
     metrics: MetricsConfig,
     baggage_keys: bool,
+    gen_ai: Option<Arc<GenAi>>,
 }
 
 /// The metrics knobs: the adapter's kind of call, the meter (none: metrics off), the opt-ins,
@@ -142,6 +145,7 @@ impl<A: Adapter, P: Clone> Clone for SpanOptions<A, P> {
             on_failure: self.on_failure.clone(),
             metrics: self.metrics.clone(),
             baggage_keys: self.baggage_keys,
+            gen_ai: self.gen_ai.clone(),
         }
     }
 }
@@ -189,6 +193,7 @@ impl<A: Adapter, P> SpanOptions<A, P> {
                 recorder: None,
             },
             baggage_keys: false,
+            gen_ai: None,
         }
     }
 
@@ -249,6 +254,12 @@ impl<A: Adapter, P> SpanOptions<A, P> {
     /// [`SpanOptions::record_baggage_sent`].
     pub fn set_baggage_keys(&mut self, on: bool) {
         self.baggage_keys = on;
+    }
+
+    /// Every call is the GenAI operation `gen_ai` (none: not GenAI, the default): its spans
+    /// get the GenAI attributes and, on streamed responses, figures ([`crate::genai`]).
+    pub fn set_gen_ai(&mut self, gen_ai: Option<GenAi>) {
+        self.gen_ai = gen_ai.map(Arc::new);
     }
 
     /// Starts spans with `tracer`.
@@ -409,12 +420,18 @@ impl<A: Adapter, P> SpanOptions<A, P> {
     }
 
     #[inline]
-    fn live(&self, cx: Context, metrics: Option<CallMetrics>) -> LiveSpan {
-        LiveSpan {
+    fn live(&self, start: SystemTime, cx: Context, metrics: Option<CallMetrics>) -> LiveSpan {
+        let mut live = LiveSpan {
             cx,
+            gen_ai: None,
+            start,
             on_failure: self.on_failure.clone(),
             metrics,
+        };
+        if let Some(gen_ai) = &self.gen_ai {
+            live.set_gen_ai(Arc::clone(gen_ai));
         }
+        live
     }
 
     /// Starts a SERVER span for `request` from what the inbound policy let through: the trusted
@@ -436,7 +453,9 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         if let Some(link) = inbound.link {
             builder.links = Some(vec![Link::with_context(link)]);
         }
+        let start = start_of(&builder);
         self.live(
+            start,
             self.tracer
                 .start(builder, &inbound.parent, self.random_flag_on_new_traces),
             metrics,
@@ -462,7 +481,9 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         if !links.is_empty() {
             builder.links = Some(links);
         }
+        let start = start_of(&builder);
         self.live(
+            start,
             self.tracer
                 .start(builder, parent, self.random_flag_on_new_traces),
             metrics,
@@ -482,12 +503,12 @@ impl<A: Adapter, P> SpanOptions<A, P> {
     ) -> LiveSpan {
         let metrics = self.call_metrics(&attributes);
         let name = self.name_and_attributes(request, default_name, &mut attributes);
+        let builder = builder(name, SpanKind::Client, attributes);
+        let start = start_of(&builder);
         self.live(
-            self.tracer.start(
-                builder(name, SpanKind::Client, attributes),
-                parent,
-                self.random_flag_on_new_traces,
-            ),
+            start,
+            self.tracer
+                .start(builder, parent, self.random_flag_on_new_traces),
             metrics,
         )
     }
@@ -612,14 +633,23 @@ impl<A: Adapter> Responder<A> {
 }
 
 /// A builder with the fields set directly: `with_attributes` would collect the vector again.
+/// Its start time is read here rather than by the SDK (the same one clock read), so that the
+/// span's marks ([`crate::stream`]) are measured from the start the span records.
 #[inline]
 fn builder(name: Cow<'static, str>, kind: SpanKind, attributes: Vec<KeyValue>) -> SpanBuilder {
     SpanBuilder {
         name,
         span_kind: Some(kind),
         attributes: Some(attributes),
+        start_time: Some(opentelemetry::time::now()),
         ..SpanBuilder::default()
     }
+}
+
+/// The start time `builder` sets (now, when it sets none).
+#[inline]
+fn start_of(builder: &SpanBuilder) -> SystemTime {
+    builder.start_time.unwrap_or_else(opentelemetry::time::now)
 }
 
 /// A started span until it ends: ends when [`LiveSpan::end`] or [`LiveSpan::end_with`] is
@@ -631,6 +661,10 @@ fn builder(name: Cow<'static, str>, kind: SpanKind, attributes: Vec<KeyValue>) -
 /// ends, with the metric attributes the adapter set ([`LiveSpan::set_attribute`], `error.type`).
 pub struct LiveSpan {
     cx: Context,
+    /// The GenAI operation the call is, when the user said so ([`crate::genai`]).
+    gen_ai: Option<Arc<GenAi>>,
+    /// When the span started (the time its record carries).
+    start: SystemTime,
     on_failure: Option<Arc<OnFailureFn>>,
     metrics: Option<CallMetrics>,
 }
@@ -654,6 +688,49 @@ impl LiveSpan {
     /// The span.
     pub fn span(&self) -> SpanRef<'_> {
         self.cx.span()
+    }
+
+    /// When the span started: the start time its record carries.
+    pub fn start_time(&self) -> SystemTime {
+        self.start
+    }
+
+    /// The call is the GenAI operation `gen_ai` ([`crate::genai`]): its attributes go on the
+    /// span now, its figures when the response is streamed (replacing an operation set before).
+    pub fn set_gen_ai(&mut self, gen_ai: Arc<GenAi>) {
+        let mut attributes = Vec::with_capacity(3);
+        gen_ai.push_attributes(&mut attributes);
+        self.cx.span().set_attributes(attributes);
+        self.gen_ai = Some(gen_ai);
+    }
+
+    /// The first chunk passed `seconds` after the span started ([`crate::stream`]).
+    pub(crate) fn first_chunk(&mut self, seconds: f64) {
+        let Some(gen_ai) = &self.gen_ai else {
+            return;
+        };
+        self.cx.span().set_attribute(KeyValue::new(
+            crate::genai::RESPONSE_TIME_TO_FIRST_CHUNK,
+            seconds,
+        ));
+        if let Some(metrics) = &self.metrics {
+            metrics.record_time_to_first_chunk(gen_ai, seconds);
+        }
+    }
+
+    /// A streamed response of `chunks` chunks, the first at `first`, ended complete now.
+    pub(crate) fn stream_completed(&mut self, first: SystemTime, chunks: u64) {
+        let (Some(gen_ai), Some(metrics)) = (&self.gen_ai, &self.metrics) else {
+            return;
+        };
+        if chunks < 2 {
+            return;
+        }
+        let elapsed = opentelemetry::time::now()
+            .duration_since(first)
+            .unwrap_or_default()
+            .as_secs_f64();
+        metrics.record_time_per_chunk(gen_ai, elapsed / (chunks - 1) as f64);
     }
 
     fn attach(&self) -> ContextGuard {
@@ -703,8 +780,8 @@ impl LiveSpan {
         self.metrics.as_mut()?.count_request_body()
     }
 
-    /// With body sizes on, a counter for a response body that outlives the span (a client's
-    /// span ends when the response head arrives): the size is recorded, with the span's metric
+    /// With body sizes on, a counter for a response body that outlives the span (an adapter
+    /// that ends its span before the body, unlike [`TracedBody`](crate::TracedBody)): the size is recorded, with the span's metric
     /// attributes as they are now, when the body ends or the counter is dropped. Call it once
     /// the status code and the outcome are recorded. `None` with body sizes off.
     pub fn count_response_body(&mut self) -> Option<BodyBytes> {
@@ -831,12 +908,18 @@ where
     T: Tracer,
     T::Span: Send + Sync + 'static,
 {
+    let mut builder = builder;
+    let start = *builder
+        .start_time
+        .get_or_insert_with(opentelemetry::time::now);
     let span = builder.start_with_context(tracer, parent);
     let cx = context_with_span_in(&Context::current(), parent, span, true);
     InSpan {
         inner: future,
         span: Some(LiveSpan {
             cx,
+            gen_ai: None,
+            start,
             on_failure: None,
             metrics: None,
         }),

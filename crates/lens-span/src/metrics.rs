@@ -154,6 +154,9 @@ pub(crate) struct Recorder {
     sent: Option<Counter<u64>>,
     /// Messaging: `messaging.client.consumed.messages`.
     consumed: Option<Counter<u64>>,
+    /// HTTP and RPC: the GenAI time to the first chunk and per chunk (s), for the calls the
+    /// user says are GenAI operations ([`crate::genai`]).
+    gen_ai: Option<(Histogram<f64>, Histogram<f64>)>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -312,6 +315,7 @@ impl Recorder {
                 .with_description("Number of active HTTP server requests.")
                 .build()
         });
+        let gen_ai = gen_ai_instruments(kind, meter);
         Recorder {
             kind,
             duration,
@@ -322,8 +326,45 @@ impl Recorder {
             process_duration,
             sent,
             consumed,
+            gen_ai,
         }
     }
+}
+
+/// The GenAI histograms of a kind of call: (time to the first chunk, time per chunk); built with
+/// the meter, recorded only for calls the user says are GenAI operations.
+fn gen_ai_instruments(
+    kind: Instruments,
+    meter: &Meter,
+) -> Option<(Histogram<f64>, Histogram<f64>)> {
+    use crate::genai as g;
+    let (first, per, first_description, per_description) = match kind {
+        Instruments::HttpClient | Instruments::RpcClient(_) => (
+            g::CLIENT_TIME_TO_FIRST_CHUNK,
+            g::CLIENT_TIME_PER_OUTPUT_CHUNK,
+            "Time to receive the first chunk of a streamed GenAI response.",
+            "Time per output chunk after the first chunk of a streamed GenAI response.",
+        ),
+        Instruments::HttpServer | Instruments::RpcServer(_) => (
+            g::SERVER_TIME_TO_FIRST_TOKEN,
+            g::SERVER_TIME_PER_OUTPUT_TOKEN,
+            "Time to generate first token for successful responses.",
+            "Time per output token generated after the first token for successful responses.",
+        ),
+        Instruments::Messaging => return None,
+    };
+    let histogram = |name: &'static str, description: &'static str, buckets: &[f64]| {
+        meter
+            .f64_histogram(name)
+            .with_unit("s")
+            .with_description(description)
+            .with_boundaries(buckets.to_vec())
+            .build()
+    };
+    Some((
+        histogram(first, first_description, &g::TIME_TO_FIRST_BUCKETS_S),
+        histogram(per, per_description, &g::TIME_PER_OUTPUT_BUCKETS_S),
+    ))
 }
 
 /// The instruments the conventions make opt-in.
@@ -547,6 +588,33 @@ impl CallMetrics {
         }))
     }
 
+    /// The GenAI attributes of a data point: the operation's, then the call's `server.address`
+    /// and `server.port` (clients).
+    fn gen_ai_attributes(&self, gen_ai: &crate::genai::GenAi) -> Vec<KeyValue> {
+        let mut attributes = Vec::with_capacity(5);
+        gen_ai.push_attributes(&mut attributes);
+        for key in [attr::SERVER_ADDRESS, attr::SERVER_PORT] {
+            if let Some(slot) = self.attributes.get(key) {
+                attributes.push(KeyValue::new(key, slot.clone().into_value()));
+            }
+        }
+        attributes
+    }
+
+    /// A GenAI call's first chunk passed `seconds` after it started.
+    pub(crate) fn record_time_to_first_chunk(&self, gen_ai: &crate::genai::GenAi, seconds: f64) {
+        if let Some((first, _)) = &self.recorder.gen_ai {
+            first.record(seconds, &self.gen_ai_attributes(gen_ai));
+        }
+    }
+
+    /// A GenAI call's stream ended complete, `seconds` per chunk after the first.
+    pub(crate) fn record_time_per_chunk(&self, gen_ai: &crate::genai::GenAi, seconds: f64) {
+        if let Some((_, per)) = &self.recorder.gen_ai {
+            per.record(seconds, &self.gen_ai_attributes(gen_ai));
+        }
+    }
+
     /// The call ended: record its duration (and one request fewer active).
     pub(crate) fn end(mut self) {
         let elapsed = self.start.elapsed().as_secs_f64();
@@ -600,7 +668,10 @@ impl CallMetrics {
         }
         if let Some(histogram) = &recorder.response_size
             && !self.response_detached
-            && recorder.kind == Instruments::HttpServer
+            && matches!(
+                recorder.kind,
+                Instruments::HttpServer | Instruments::HttpClient
+            )
         {
             histogram.record(self.response_bytes, attributes);
         }

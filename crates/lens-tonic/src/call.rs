@@ -184,6 +184,15 @@ macro_rules! layer_and_service {
                     .set_instruments((self.config.instruments)(conventions));
                 self
             }
+
+            /// Every call is the GenAI operation `gen_ai` (off by default): the spans get the GenAI
+            /// attributes (`gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`)
+            /// and, on a streamed response, `gen_ai.response.time_to_first_chunk`; with metrics on, the
+            /// GenAI time-to-first-chunk and time-per-chunk histograms (docs/streaming.md).
+            pub fn with_gen_ai(mut self, gen_ai: lens_span::genai::GenAi) -> Self {
+                self.config.options.set_gen_ai(Some(gen_ai));
+                self
+            }
         }
 
         lens_span::span_knobs!(

@@ -71,6 +71,8 @@ pub use error::Error;
 /// classifier is [`SpanSide`]'s), what the failure hook sees, and the RPC conventions.
 pub use lens_span::FilterDecision;
 pub use lens_span::classify::{Classify, Failure, Outcome};
+/// What a call says it is with the GenAI opt-in (`with_gen_ai`, or per call: docs/streaming.md).
+pub use lens_span::genai::GenAi;
 pub use lens_span::rpc::RpcConventions;
 pub use metadata::MetadataCarrier;
 pub use ray::{

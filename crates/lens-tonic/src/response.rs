@@ -8,6 +8,7 @@ use std::task::{Context as TaskContext, Poll, ready};
 
 use http::HeaderMap;
 use lens_span::classify::Outcome;
+use lens_span::genai::GenAi;
 use lens_span::rpc::RpcConventions;
 use lens_span::{BodyEnd, LiveSpan, Responder, TracedBody, poll_in};
 use pin_project_lite::pin_project;
@@ -195,7 +196,11 @@ where
         match result {
             Ok(response) => {
                 let span = match (span, &end) {
-                    (Some(span), Some(end)) => {
+                    (Some(mut span), Some(end)) => {
+                        // A service that says this call is a GenAI operation.
+                        if let Some(gen_ai) = response.extensions().get::<GenAi>() {
+                            span.set_gen_ai(std::sync::Arc::new(gen_ai.clone()));
+                        }
                         // A trailers-only response, or no grpc-status and not HTTP 200: the
                         // gRPC HTTP-to-status mapping.
                         let code = grpc_status(response.headers())
@@ -211,7 +216,16 @@ where
                     (span, _) => span,
                 };
                 let end = end.unwrap_or_else(CallEnd::untraced);
-                Poll::Ready(Ok(response.map(|inner| TracedBody::new(inner, span, end))))
+                // A client marks when the head arrived, should the response be a stream.
+                let head =
+                    (span.is_some() && end.side == SpanSide::Client).then(opentelemetry::time::now);
+                Poll::Ready(Ok(response.map(|inner| {
+                    let body = TracedBody::new(inner, span, end);
+                    match head {
+                        Some(at) => body.with_head(at),
+                        None => body,
+                    }
+                })))
             }
             Err(e) => {
                 if let Some(span) = span {

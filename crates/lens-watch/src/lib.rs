@@ -57,6 +57,7 @@ pub mod probe;
 pub mod receive;
 pub mod render;
 pub mod session;
+pub mod stream;
 
 #[cfg(test)]
 pub(crate) mod testing;

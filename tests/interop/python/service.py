@@ -23,21 +23,31 @@ Endpoints (each answers with what it saw, `describe()` of the current Context):
                  CLIENT span, but the W3C headers it injected are dropped before the request is
                  sent (a client that does not inject, as the `doctor` scenario needs); answers
                  {"status": <status>, "answer": <the JSON answer>}
+  GET  /tokens   a FastAPI StreamingResponse of server-sent events (the `http-stream` scenario):
+                 TOKENS events, the first after FIRST_TOKEN_S, each `data: {"i": i, "sent_ns":
+                 time.time_ns() when it was handed to the server}`
+  POST /read_stream {"url": URL}: GETs URL through aiohttp and reads the body as it comes;
+                 answers {"status", "first_ns": time.time_ns() when the first chunk arrived,
+                 "chunks", "events"}
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import os
 import socket
 import sys
 import threading
+import time
 
 os.environ.setdefault("OTEL_PYTHON_FASTAPI_EXCLUDED_URLS", "health")
 
 import aiohttp  # noqa: E402
 import uvicorn  # noqa: E402
 from fastapi import FastAPI, Request  # noqa: E402
+from fastapi.responses import StreamingResponse  # noqa: E402
 from opentelemetry import baggage, context  # noqa: E402
 from opentelemetry.sdk.trace import SpanProcessor  # noqa: E402
 from opentelemetry.trace import SpanKind  # noqa: E402
@@ -138,6 +148,39 @@ def main() -> int:
         handled("/leaf")
         return {"python_leaf": common.describe()}
 
+    # ---- streams (docs/streaming.md): the `http-stream` scenario ----
+
+    @app.get("/tokens")
+    async def tokens() -> StreamingResponse:
+        async def events():
+            for i in range(TOKENS):
+                await asyncio.sleep(FIRST_TOKEN_S if i == 0 else TOKEN_GAP_S)
+                event = json.dumps({"i": i, "sent_ns": time.time_ns()})
+                yield f"data: {event}\n\n".encode()
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    @app.post("/read_stream")
+    async def read_stream(request: Request) -> dict:
+        body = await request.json()
+        first_ns = None
+        chunks = 0
+        data = b""
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            async with session.get(body["url"]) as response:
+                async for chunk in response.content.iter_any():
+                    if first_ns is None:
+                        first_ns = time.time_ns()
+                    chunks += 1
+                    data += chunk
+                status = response.status
+        return {
+            "status": status,
+            "first_ns": first_ns,
+            "chunks": chunks,
+            "events": data.count(b"data: "),
+        }
+
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -154,6 +197,12 @@ def main() -> int:
     count = common.write_spans(exporter, handle, args.spans)
     print(f"SPANS {count}", flush=True)
     return 0
+
+
+# The `http-stream` scenario's stream: events, the wait before the first, the gap between the others.
+TOKENS = 5
+FIRST_TOKEN_S = 0.030
+TOKEN_GAP_S = 0.005
 
 
 class BaggageKeys(SpanProcessor):

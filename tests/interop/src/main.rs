@@ -78,6 +78,7 @@ mod python;
 mod ray;
 mod rows;
 mod spans;
+mod stream;
 mod watch;
 mod zeromq;
 
@@ -92,7 +93,7 @@ use python::{PythonProcess, START_TIMEOUT};
 const USAGE: &str =
     "usage: lens-interop --python PYTHON --scripts DIR --out DIR [--lens LENS] [--only SCENARIO]
 scenarios: nccl, ray, http-python-first, http-rust-first, grpc-python-to-rust, grpc-rust-to-python,
-nats, zeromq, watch, doctor, doctor-rabbitmq, probe (default: all; watch, doctor, doctor-rabbitmq and probe need --lens)";
+nats, zeromq, watch, doctor, doctor-rabbitmq, probe, http-stream (default: all; watch, doctor, doctor-rabbitmq and probe need --lens)";
 
 const SCENARIOS: &[&str] = &[
     "nccl",
@@ -107,6 +108,7 @@ const SCENARIOS: &[&str] = &[
     "doctor",
     "doctor-rabbitmq",
     "probe",
+    "http-stream",
 ];
 
 struct Options {
@@ -243,6 +245,20 @@ async fn main() -> ExitCode {
         let mut checks = Checks::new("zeromq");
         let run = match scenario_dir(&options.out, "zeromq") {
             Ok(out) => zeromq::run(&options.python, &options.scripts, &out, &mut checks),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = run {
+            checks.fail("scenario could not finish", e);
+        }
+        results.push(checks);
+    }
+    // Streamed responses both ways (docs/streaming.md).
+    if wanted("http-stream") {
+        let mut checks = Checks::new("http-stream");
+        let run = match scenario_dir(&options.out, "http-stream") {
+            Ok(out) => stream::run(&options.python, &options.scripts, &out, &mut checks)
+                .await
+                .map(drop),
             Err(e) => Err(e),
         };
         if let Err(e) = run {

@@ -29,6 +29,7 @@ mod durations;
 mod otlp;
 mod queue;
 mod sdk;
+mod stream;
 mod topology;
 mod training;
 
@@ -151,6 +152,12 @@ pub(crate) struct Args {
     #[arg(long, value_name = "URL", value_parser = nats_url)]
     nats: Option<String>,
 
+    /// Add a streaming hop: the trainer asks the rollout worker to generate and reads the tokens
+    /// as server-sent events, the worker streaming them from an inference engine; the waterfall
+    /// marks each span's first chunk and adds the "time to first chunk by hop" table
+    #[arg(long)]
+    stream: bool,
+
     #[command(flatten)]
     color: ColourFlag,
 }
@@ -226,6 +233,8 @@ struct Options {
     broken: Option<Hop>,
     /// `--nats`: the nats-server of the queue hop.
     nats: Option<String>,
+    /// `--stream`: the streaming hop.
+    stream: bool,
 }
 
 /// Runs `lens demo`.
@@ -265,6 +274,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
         colour: args.color.color,
         broken: args.break_hop,
         nats: args.nats,
+        stream: args.stream,
     };
     let Some(runtime) = runtime() else {
         return ExitCode::FAILURE;
@@ -307,7 +317,7 @@ async fn run(options: &Options) -> bool {
         },
         None => None,
     };
-    let demo = match Demo::start(&collector, options.broken, nats.as_ref()).await {
+    let demo = match Demo::start(&collector, options.broken, nats.as_ref(), options.stream).await {
         Ok(demo) => Arc::new(demo),
         Err(e) => {
             eprintln!("error: {e}");

@@ -6,6 +6,7 @@
 //!   trainer ──train_step: broadcast to 4 ranks──▶ trainer-rank-0..3
 //!   rank 0 ──activations + context frame──▶ rank 1 ──▶ rank 2 ──▶ rank 3
 //!   trainer ──NATS `rollout.jobs.<run>` (with --nats)──▶ rollout-worker
+//!   trainer ──HTTP, SSE (with --stream)──▶ rollout-worker ──HTTP, SSE──▶ inference-engine
 //! ```
 //!
 //! Each service has its own tracer provider (its own `service.name`); all export into one
@@ -40,6 +41,7 @@ use tower_layer::Layer as _;
 
 use super::collect::{Collector, Service};
 use super::queue::{ROLLOUT_JOBS, RolloutJobs};
+use super::stream::StreamGenerate;
 use super::training::{remote_generate, train_step};
 use crate::hops::BROADCAST_SCOPE;
 
@@ -210,6 +212,7 @@ impl Demo {
         collector: &Collector,
         broken: Option<Hop>,
         nats: Option<&async_nats::Client>,
+        stream: bool,
     ) -> Result<Demo, DemoError> {
         let driver = Service::new(collector, "lens-demo");
         let gateway = Service::new(collector, "gateway");
@@ -219,6 +222,14 @@ impl Demo {
         let ranks: Vec<Service> = (0..RANKS)
             .map(|r| Service::new(collector, &format!("trainer-rank-{r}")))
             .collect();
+
+        // `--stream`: the trainer reads the rollout worker's tokens as server-sent events, the
+        // worker streaming them from an inference engine.
+        let engine = stream.then(|| Service::new(collector, "inference-engine"));
+        let stream = match &engine {
+            Some(engine) => Some(StreamGenerate::start(&trainer, &worker, engine).await?),
+            None => None,
+        };
 
         let rollout_jobs = match nats {
             Some(client) => Some(RolloutJobs::start(client, &trainer, &worker, broken).await?),
@@ -233,6 +244,7 @@ impl Demo {
                     worker: worker.tracer(lens_tonic::RAY_TRACER_NAME),
                     ranks: ranks.iter().map(|r| r.tracer(BROADCAST_SCOPE)).collect(),
                     rollout_jobs,
+                    stream,
                 },
             },
             trainer.tracer(lens_tonic::TRACER_NAME),
@@ -279,6 +291,7 @@ impl Demo {
 
         let mut services = vec![driver.clone(), gateway, planner, trainer, worker];
         services.extend(ranks);
+        services.extend(engine);
         Ok(Demo {
             client: traced_client(&driver, Hop::filter(broken, Hop::DemoToGateway)),
             driver: driver.tracer("lens-demo"),
@@ -370,7 +383,7 @@ async fn post_json<B: Serialize, R: for<'de> Deserialize<'de>>(
     response.json().await.map_err(|e| http(e.to_string()))
 }
 
-async fn serve_http(app: Router) -> Result<SocketAddr, DemoError> {
+pub(super) async fn serve_http(app: Router) -> Result<SocketAddr, DemoError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let listener = listener.tap_io(|tcp| {
@@ -460,6 +473,8 @@ pub(super) struct StepContext {
     pub(super) ranks: Vec<SdkTracer>,
     /// With `--nats`: where the trainer publishes a rollout job after each step.
     pub(super) rollout_jobs: Option<RolloutJobs>,
+    /// With `--stream`: the streaming hop to the rollout worker.
+    pub(super) stream: Option<StreamGenerate>,
 }
 
 #[derive(Clone)]
@@ -517,7 +532,13 @@ impl UnaryService<StepRequest> for Step {
         let prompt = request.into_inner().prompt;
         Box::pin(async move {
             let job = tracers.rollout_jobs.as_ref().map(|_| prompt.clone());
-            let tokens = remote_generate(&tracers.worker, &cx, prompt).await?;
+            let mut tokens = remote_generate(&tracers.worker, &cx, prompt.clone()).await?;
+            if let Some(stream) = &tracers.stream {
+                tokens = stream
+                    .generate(&cx, &prompt)
+                    .await
+                    .map_err(tonic::Status::unavailable)?;
+            }
             let loss = train_step(&tracers, &cx, tokens).await?;
             if let (Some(jobs), Some(job)) = (&tracers.rollout_jobs, job) {
                 jobs.publish(&cx, &job)

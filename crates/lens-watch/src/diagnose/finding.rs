@@ -69,11 +69,13 @@ pub enum Rule {
     /// within it at other addresses (behind a proxy or load balancer): context was lost on one
     /// of them, which one the doctor cannot tell.
     AmbiguousHop,
+    /// A hop whose first chunk left only when the stream it read from had ended.
+    BufferedStream,
 }
 
 impl Rule {
     /// Every rule, in the order docs/doctor.md explains them.
-    pub const ALL: [Rule; 13] = [
+    pub const ALL: [Rule; 14] = [
         Rule::LostContext,
         Rule::UntrustedLinked,
         Rule::MissingParent,
@@ -87,6 +89,7 @@ impl Rule {
         Rule::AmbiguousProducer,
         Rule::UntrustedIgnored,
         Rule::AmbiguousHop,
+        Rule::BufferedStream,
     ];
 
     /// The rule's id: `lost-context`, `untrusted-linked`, ...
@@ -105,6 +108,7 @@ impl Rule {
             Rule::AmbiguousProducer => "ambiguous-producer",
             Rule::UntrustedIgnored => "untrusted-ignored",
             Rule::AmbiguousHop => "ambiguous-hop",
+            Rule::BufferedStream => "buffered-stream",
         }
     }
 
@@ -112,7 +116,7 @@ impl Rule {
     pub fn severity(self) -> Severity {
         match self {
             Rule::LostContext => Severity::Error,
-            Rule::UntrustedLinked | Rule::UntrustedIgnored => Severity::Info,
+            Rule::UntrustedLinked | Rule::UntrustedIgnored | Rule::BufferedStream => Severity::Info,
             _ => Severity::Warning,
         }
     }

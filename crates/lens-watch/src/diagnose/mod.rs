@@ -22,6 +22,7 @@ mod new_root;
 mod pairing;
 mod queues;
 mod rules;
+mod streams;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -230,6 +231,10 @@ exported twice, or a span id generator that repeats",
             } else if reopened {
                 self.answered_client(span);
             }
+        }
+        // A hop that defeats streaming (docs/doctor.md#buffered-stream).
+        if !partial {
+            streams::buffered_streams(id, spans, &mut findings);
         }
         self.prune();
         findings

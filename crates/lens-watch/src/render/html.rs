@@ -168,6 +168,16 @@ pub fn trace(view: &TraceView<'_>, out: &mut String) {
         let left = trace.position(span.start_unix_nano) * 100.0;
         let width = (trace.position(span.end_unix_nano) * 100.0 - left).max(0.0);
         let mut tooltip = format!("{} · {}", span.name, format_duration(span_duration(span)));
+        let first_chunk = crate::stream::first_chunk(span);
+        if let Some(at) = first_chunk {
+            let _ = write!(
+                tooltip,
+                "\nfirst chunk: {} after the span's start",
+                format_duration(std::time::Duration::from_nanos(
+                    at.saturating_sub(span.start_unix_nano)
+                ))
+            );
+        }
         for kv in &span.attributes {
             let _ = write!(tooltip, "\n{} = {}", kv.key, kv.value);
         }
@@ -176,7 +186,11 @@ pub fn trace(view: &TraceView<'_>, out: &mut String) {
             "<td class=\"timeline\"><div class=\"track\"><div class=\"bar\" style=\"left: {left:.3}%; width: {width:.3}%; background: {colour}\" title=\""
         );
         escape(out, &tooltip);
-        out.push_str("\"></div></div></td></tr>\n");
+        out.push_str("\"></div>");
+        if let Some(at) = first_chunk {
+            first_chunk_tick(trace, span, at, out);
+        }
+        out.push_str("</div></td></tr>\n");
         let logs = view.logs(span.span_id);
         if !logs.is_empty() {
             let _ = writeln!(
@@ -191,7 +205,74 @@ pub fn trace(view: &TraceView<'_>, out: &mut String) {
             out.push_str("</details></td></tr>\n");
         }
     }
-    out.push_str("</tbody>\n</table>\n</section>\n");
+    out.push_str("</tbody>\n</table>\n");
+    let spans: Vec<&crate::model::Span> = trace.rows.iter().map(|r| r.span).collect();
+    first_chunk_table(&crate::stream::by_hop(&spans), out);
+    out.push_str("</section>\n");
+}
+
+/// The tick of a span's first chunk (at `at`, Unix nanoseconds) on its track, the figure in its
+/// title (styled inline: pages without streams keep their style sheet).
+fn first_chunk_tick(
+    trace: &super::Layout<'_>,
+    span: &crate::model::Span,
+    at: u64,
+    out: &mut String,
+) {
+    let left = trace.position(at) * 100.0;
+    let _ = write!(
+        out,
+        "<div class=\"first-chunk\" data-first-chunk-ns=\"{}\" style=\"position: absolute; top: -3px; bottom: -3px; width: 2px; margin-left: -1px; left: {left:.3}%; background: #1d2330\" title=\"first chunk: {} after the span's start\"></div>",
+        at.saturating_sub(span.start_unix_nano),
+        format_duration(std::time::Duration::from_nanos(
+            at.saturating_sub(span.start_unix_nano)
+        ))
+    );
+}
+
+/// The "time to first chunk by hop" table of a streamed trace (nothing without one), as a
+/// `<table class="first-chunk-by-hop">`.
+pub fn first_chunk_table(hops: &[crate::stream::StreamHop<'_>], out: &mut String) {
+    let Some(outer) = hops.first() else {
+        return;
+    };
+    let total = hops.iter().map(|h| h.added).sum::<u64>();
+    out.push_str("<h3 style=\"font-size: 1em; margin: 1em 0 .3em\">time to first chunk by hop: ");
+    escape(
+        out,
+        &format_duration(std::time::Duration::from_nanos(total)),
+    );
+    out.push_str(" at ");
+    escape(out, outer.span.service());
+    out.push_str("</h3>\n<table class=\"first-chunk-by-hop\" style=\"width: auto\">\n<thead><tr><th>part</th><th>hop</th><th>first chunk</th><th>added</th></tr></thead>\n<tbody>\n");
+    for (i, hop) in hops.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<tr data-span-id=\"{}\"><td class=\"kind\">{}</td><td class=\"name\">",
+            hop.span.span_id,
+            hop.part.name()
+        );
+        match hop.part {
+            crate::stream::HopPart::Network => {
+                escape(out, hop.span.service());
+                out.push_str(" → ");
+                escape(out, hops.get(i + 1).map_or("?", |h| h.span.service()));
+            }
+            _ => {
+                escape(out, hop.span.service());
+                out.push_str(" (");
+                escape(out, &hop.span.name);
+                out.push(')');
+            }
+        }
+        let _ = writeln!(
+            out,
+            "</td><td class=\"duration\">{}</td><td class=\"duration\">+{}</td></tr>",
+            format_duration(std::time::Duration::from_nanos(hop.first_chunk_at)),
+            format_duration(std::time::Duration::from_nanos(hop.added))
+        );
+    }
+    out.push_str("</tbody>\n</table>\n");
 }
 
 /// Log records as an `<ol class="logs">`: one `<li>` each with its time (after `start`, in Unix

@@ -32,8 +32,40 @@ pub fn attributes(attributes: &[KeyValue]) -> Json {
     Json::Object(map)
 }
 
-/// One span as a JSON object.
+/// One span as a JSON object; a span with a first chunk ([`crate::stream::first_chunk`]) has
+/// it in `first_chunk_unix_nano`.
 pub fn span(span: &Span) -> Json {
+    let mut json = span_fields(span);
+    if let Some(at) = crate::stream::first_chunk(span)
+        && let Json::Object(map) = &mut json
+    {
+        map.insert("first_chunk_unix_nano".to_owned(), Json::from(at));
+    }
+    json
+}
+
+/// The "time to first chunk by hop" table as a JSON array (empty for a trace without one):
+/// per part from the outermost server inward, `part` (`gateway`, `network`, `engine`), the
+/// span's `span_id`, `service` and `name`, `first_chunk_ns` (after the outermost server's start)
+/// and `added_ns`.
+pub fn first_chunk_by_hop(hops: &[crate::stream::StreamHop<'_>]) -> Json {
+    Json::Array(
+        hops.iter()
+            .map(|hop| {
+                json!({
+                    "part": hop.part.name(),
+                    "span_id": hop.span.span_id.to_string(),
+                    "service": hop.span.service(),
+                    "name": hop.span.name,
+                    "first_chunk_ns": hop.first_chunk_at,
+                    "added_ns": hop.added,
+                })
+            })
+            .collect(),
+    )
+}
+
+fn span_fields(span: &Span) -> Json {
     let message = match &span.status {
         crate::model::Status::Error(message) => Some(message.as_str()),
         _ => None,
@@ -98,8 +130,21 @@ pub fn spans(traces: &[TraceView<'_>]) -> Json {
 /// before its quiet window passed, at a stop), `continued_from` (`{"trace_id", "span_id"}` of
 /// the span its root links to in another trace, as a consumer that links does; else `null`)
 /// and `spans` in tree order (a span with log records given to the view has them in `logs`,
-/// in order of time). `lens watch --json` prints one a line.
+/// in order of time); a streamed trace has its `first_chunk_by_hop` table
+/// ([`first_chunk_by_hop`]). `lens watch --json` prints one a line.
 pub fn trace(view: &TraceView<'_>) -> Json {
+    let mut json = trace_fields(view);
+    let spans: Vec<&Span> = view.layout().rows.iter().map(|r| r.span).collect();
+    let hops = crate::stream::by_hop(&spans);
+    if !hops.is_empty()
+        && let Json::Object(map) = &mut json
+    {
+        map.insert("first_chunk_by_hop".to_owned(), first_chunk_by_hop(&hops));
+    }
+    json
+}
+
+fn trace_fields(view: &TraceView<'_>) -> Json {
     let trace = view.layout();
     let continued_from = view.summary().continued_from.map(|(trace_id, span_id)| {
         json!({"trace_id": trace_id.to_string(), "span_id": span_id.to_string()})

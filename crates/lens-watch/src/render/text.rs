@@ -1,6 +1,8 @@
 //! The waterfall as text: a header, one row per span (tree, name, service, kind, duration, a
 //! time bar), a line per link, a line per log record given to the view (severity and body,
-//! indented under its span), the summary line; ANSI colours on request.
+//! indented under its span), the "time to first chunk by hop" table of a streamed trace, the
+//! summary line; ANSI colours on request. A span's first chunk ([`crate::stream`]) is a `┃` in
+//! its bar.
 
 use std::fmt::Write as _;
 
@@ -8,6 +10,10 @@ use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr as _};
 
 use super::{Layout, TraceView, format_duration, span_duration, summary_line};
 use crate::model::{Span, SpanId, Status, TraceId};
+use crate::stream::{HopPart, StreamHop};
+
+/// The mark of a span's first chunk in its bar.
+pub const FIRST_CHUNK_MARK: char = '┃';
 
 /// Width of the time bar, in characters.
 pub const BAR_WIDTH: usize = 40;
@@ -131,7 +137,14 @@ pub fn render(view: &TraceView<'_>, colour: bool, out: &mut String) {
         let (from, to) = bar_cells(trace, span);
         out.push('│');
         pad(out, from, 0);
-        p.paint(out, colour_code, &"█".repeat(to - from));
+        match first_chunk_cell(trace, span, from, to) {
+            Some(mark) => {
+                p.paint(out, colour_code, &"█".repeat(mark - from));
+                p.paint(out, ANSI_BOLD, &FIRST_CHUNK_MARK.to_string());
+                p.paint(out, colour_code, &"█".repeat(to - mark - 1));
+            }
+            None => p.paint(out, colour_code, &"█".repeat(to - from)),
+        }
         pad(out, BAR_WIDTH, to);
         out.push('│');
         if error {
@@ -164,8 +177,70 @@ pub fn render(view: &TraceView<'_>, colour: bool, out: &mut String) {
             out.push('\n');
         }
     }
+    let spans: Vec<&Span> = trace.rows.iter().map(|r| r.span).collect();
+    first_chunk_table(&crate::stream::by_hop(&spans), out);
     out.push_str(&summary_line(&view.summary()));
     out.push('\n');
+}
+
+/// The cell of `span`'s first chunk in its bar `from..to`, when it records one.
+fn first_chunk_cell(trace: &Layout<'_>, span: &Span, from: usize, to: usize) -> Option<usize> {
+    let at = crate::stream::first_chunk(span)?;
+    let cell = (trace.position(at) * BAR_WIDTH as f64).floor() as usize;
+    Some(cell.clamp(from, to - 1))
+}
+
+/// The "time to first chunk by hop" table (nothing for a trace without one): a row per part,
+/// from the outermost server inward, when its first chunk passed (after the outermost server's
+/// start) and what it added to the outer time to first chunk.
+pub fn first_chunk_table(hops: &[StreamHop<'_>], out: &mut String) {
+    let Some(outer) = hops.first() else {
+        return;
+    };
+    let total = hops.iter().map(|h| h.added).sum::<u64>();
+    let _ = writeln!(
+        out,
+        "time to first chunk by hop: {} at {} ({})",
+        format_duration(std::time::Duration::from_nanos(total)),
+        outer.span.service(),
+        outer.span.name
+    );
+    let rows: Vec<(String, String, String)> = hops
+        .iter()
+        .enumerate()
+        .map(|(i, hop)| {
+            let what = match hop.part {
+                HopPart::Network => {
+                    let to = hops.get(i + 1).map_or("?", |h| h.span.service());
+                    format!("network  {} → {to}", hop.span.service())
+                }
+                part => format!(
+                    "{:<8} {} ({})",
+                    part.name(),
+                    hop.span.service(),
+                    hop.span.name
+                ),
+            };
+            (
+                what,
+                format_duration(std::time::Duration::from_nanos(hop.first_chunk_at)),
+                format_duration(std::time::Duration::from_nanos(hop.added)),
+            )
+        })
+        .collect();
+    let width = rows.iter().map(|r| r.0.width()).max().unwrap_or(0).max(3);
+    let _ = writeln!(
+        out,
+        "  {:<width$}  {:>11}  {:>10}",
+        "hop", "first chunk", "added"
+    );
+    for (what, at, added) in rows {
+        let used = what.width();
+        out.push_str("  ");
+        out.push_str(&what);
+        pad(out, width, used);
+        let _ = writeln!(out, "  {at:>11}  {:>10}", format!("+{added}"));
+    }
 }
 
 fn service_colour(services: &[&str], service: &str) -> &'static str {
