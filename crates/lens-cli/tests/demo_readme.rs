@@ -85,7 +85,10 @@ fn readme_runs_the_demo_and_links_resolve() {
 /// Once installed, the command is `lens`: no page tells a user to run it through cargo.
 #[test]
 fn every_page_runs_the_installed_lens() {
-    let mut pages = vec![root().join("README.md"), root().join("packaging/pypi/README.md")];
+    let mut pages = vec![
+        root().join("README.md"),
+        root().join("packaging/pypi/README.md"),
+    ];
     for dir in ["docs", "crates"] {
         for entry in std::fs::read_dir(root().join(dir)).unwrap() {
             let path = entry.unwrap().path();
@@ -94,7 +97,10 @@ fn every_page_runs_the_installed_lens() {
         }
     }
     let mut read = 0;
-    for page in pages.iter().filter(|p| p.extension().is_some_and(|e| e == "md")) {
+    for page in pages
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+    {
         let Ok(text) = std::fs::read_to_string(page) else {
             continue;
         };
