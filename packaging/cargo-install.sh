@@ -9,8 +9,9 @@
 #    files (checksum: the .crate's, as crates.io records it) beside every other dependency of the
 #    packaged Cargo.lock (`cargo vendor`).
 # 3. `cargo install --locked lens-cli --root <temporary>` with crates.io replaced by that source:
-#    the lock file inside the package, unchanged. CARGO_TARGET_DIR is the workspace's target/,
-#    so the dependencies a release build of lens-cli compiled already are reused.
+#    the lock file inside the package, unchanged. Crates from that source are not the workspace's
+#    units (another source, other hashes): the first run builds all of them in release; its
+#    target folder is the workspace's target/ (CARGO_TARGET_DIR), so later runs reuse them.
 # 4. The installed `lens --version` (the version, the commit of this checkout from the package's
 #    .cargo_vcs_info.json) and `lens demo` (exit 0, one complete trace).
 set -euo pipefail
