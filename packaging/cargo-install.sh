@@ -25,6 +25,7 @@ trap 'rm -rf "$work"' EXIT
 
 PUBLISHED=()
 for dir in crates/*/; do PUBLISHED+=(-p "$(basename "$dir")"); done
+commit="$(git rev-parse HEAD 2>/dev/null || true)"
 cargo package --locked --no-verify --quiet "${PUBLISHED[@]}"
 
 # The stand-in for crates.io.
@@ -61,8 +62,9 @@ CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}" cargo install --locked lens-
 lens="$root/bin/lens"
 "$lens" --version | tee "$work/version"
 head -n 1 "$work/version" | grep -qx "lens $version"
-if commit="$(git rev-parse HEAD 2>/dev/null)"; then
-    sed -n 2p "$work/version" | grep -q "^commit $commit"
+# The commit `cargo package` recorded (.cargo_vcs_info.json), that of this checkout.
+if [ -n "$commit" ]; then
+    sed -n 2p "$work/version" | grep -qx "commit $commit"
 fi
 "$lens" demo --color never | tee "$work/demo"
 grep -q '^trace [0-9a-f]\{32\}: 13 spans, complete' "$work/demo"
