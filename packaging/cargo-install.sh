@@ -10,8 +10,9 @@
 #    packaged Cargo.lock (`cargo vendor`).
 # 3. `cargo install --locked lens-cli --root <temporary>` with crates.io replaced by that source:
 #    the lock file inside the package, unchanged. Crates from that source are not the workspace's
-#    units (another source, other hashes): the first run builds all of them in release; its
-#    target folder is the workspace's target/ (CARGO_TARGET_DIR), so later runs reuse them.
+#    units (another source, other hashes): the first run builds all of them in release. The
+#    source sits at one path, <target>/lens-cargo-install/registry, and the target folder is the
+#    workspace's (CARGO_TARGET_DIR, default target/), so that later runs reuse those builds.
 # 4. The installed `lens --version` (the version, the commit of this checkout from the package's
 #    .cargo_vcs_info.json) and `lens demo` (exit 0, one complete trace).
 set -euo pipefail
@@ -23,17 +24,21 @@ version="$(cargo metadata --no-deps --format-version 1 --locked |
 work="$(mktemp -d "${TMPDIR:-/tmp}/lens-cargo-install.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
+target="${CARGO_TARGET_DIR:-$PWD/target}"
 PUBLISHED=()
 for dir in crates/*/; do PUBLISHED+=(-p "$(basename "$dir")"); done
 commit="$(git rev-parse HEAD 2>/dev/null || true)"
 cargo package --locked --no-verify --quiet "${PUBLISHED[@]}"
 
-# The stand-in for crates.io.
-vendor="$work/registry"
-mkdir -p "$vendor" "$work/src"
+# The stand-in for crates.io, rebuilt at the same path each run (its path is part of the hashes
+# of what is built from it).
+vendor="$target/lens-cargo-install/registry"
+scratch="$target/lens-cargo-install/scratch"
+rm -rf "$vendor" "$scratch"
+mkdir -p "$vendor" "$scratch"
 for dir in crates/*/; do
     name="$(basename "$dir")"
-    crate="target/package/$name-$version.crate"
+    crate="$target/package/$name-$version.crate"
     mkdir -p "$vendor/$name"
     tar -xzf "$crate" -C "$vendor/$name" --strip-components=1
     printf '{"files":{},"package":"%s"}' "$(sha256sum "$crate" | cut -d' ' -f1)" \
@@ -42,20 +47,21 @@ done
 "$PYTHON" packaging/check_metadata.py crate "$vendor/lens-cli/Cargo.toml"
 # Every other dependency of the packaged lock file, from a scratch copy resolved with the lens
 # crates patched in (the copy's lock file changes; the package's does not).
-cp -r "$vendor/lens-cli" "$work/src/lens-cli"
+cp -r "$vendor/lens-cli" "$scratch/lens-cli"
 patches=()
 for dir in crates/*/; do
     name="$(basename "$dir")"
     [ "$name" = lens-cli ] && continue
     patches+=(--config "patch.crates-io.$name.path=\"$vendor/$name\"")
 done
-(cd "$work/src/lens-cli" && cargo vendor --quiet "${patches[@]}" "$work/deps" >/dev/null)
-for dep in "$work/deps"/*; do
+(cd "$scratch/lens-cli" && cargo vendor --quiet "${patches[@]}" "$scratch/deps" >/dev/null)
+for dep in "$scratch/deps"/*; do
     [ -e "$vendor/$(basename "$dep")" ] || mv "$dep" "$vendor/"
 done
+rm -rf "$scratch"
 
 root="$work/root"
-CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}" cargo install --locked lens-cli --root "$root" \
+CARGO_TARGET_DIR="$target" cargo install --locked lens-cli --root "$root" \
     --config 'source.crates-io.replace-with="lens-packaged"' \
     --config "source.lens-packaged.directory=\"$vendor\""
 
