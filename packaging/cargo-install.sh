@@ -47,14 +47,15 @@ done
 "$PYTHON" packaging/check_metadata.py crate "$vendor/lens-cli/Cargo.toml"
 # Every other dependency of the packaged lock file, from a scratch copy resolved with the lens
 # crates patched in (the copy's lock file changes; the package's does not).
-cp -r "$vendor/lens-cli" "$scratch/lens-cli"
+# (The copy outside the workspace, which would otherwise claim it.)
+cp -r "$vendor/lens-cli" "$work/lens-cli"
 patches=()
 for dir in crates/*/; do
     name="$(basename "$dir")"
     [ "$name" = lens-cli ] && continue
     patches+=(--config "patch.crates-io.$name.path=\"$vendor/$name\"")
 done
-(cd "$scratch/lens-cli" && cargo vendor --quiet "${patches[@]}" "$scratch/deps" >/dev/null)
+(cd "$work/lens-cli" && cargo vendor --quiet "${patches[@]}" "$scratch/deps" >/dev/null)
 for dep in "$scratch/deps"/*; do
     [ -e "$vendor/$(basename "$dep")" ] || mv "$dep" "$vendor/"
 done
