@@ -12,7 +12,8 @@
 #    the lock file inside the package, unchanged. Crates from that source are not the workspace's
 #    units (another source, other hashes): the first run builds all of them in release. The
 #    source sits at one path, <target>/lens-cargo-install/registry, and the target folder is the
-#    workspace's (CARGO_TARGET_DIR, default target/), so that later runs reuse those builds.
+#    workspace's (CARGO_TARGET_DIR, default target/), so that later runs reuse the builds of the
+#    dependencies (not of the lens crates: they are cleaned first, see below).
 # 4. The installed `lens --version` (the version, the commit of this checkout from the package's
 #    .cargo_vcs_info.json) and `lens demo` (exit 0, one complete trace).
 set -euo pipefail
@@ -61,6 +62,10 @@ for dep in "$scratch/deps"/*; do
 done
 rm -rf "$scratch"
 
+# Cargo takes a registry package to be immutable: a lens crate built from this source at another
+# commit would be reused as it is. Drop the release builds of the lens crates (by name: those of
+# the workspace too; the dependencies stay).
+cargo clean --quiet --release --target-dir "$target" "${PUBLISHED[@]}"
 root="$work/root"
 CARGO_TARGET_DIR="$target" cargo install --locked lens-cli --root "$root" \
     --config 'source.crates-io.replace-with="lens-packaged"' \
