@@ -28,11 +28,28 @@ pub(crate) fn runtime() -> Option<tokio::runtime::Runtime> {
     }
 }
 
+/// `lens -V`: the package version and, where known, the first 12 digits of the commit
+/// (build.rs).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), env!("LENS_BUILD_COMMIT_SHORT"));
+
+/// `lens --version`: the package version, the commit, and the optional parts (cargo features)
+/// compiled in (build.rs).
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\n",
+    env!("LENS_BUILD_COMMIT"),
+    "\nNCCL: ",
+    env!("LENS_BUILD_NCCL"),
+    "\nMPI: ",
+    env!("LENS_BUILD_MPI"),
+);
+
 /// Command-line tools for W3C Trace Context and W3C Baggage.
 #[derive(Debug, Parser)]
 #[command(
     name = "lens",
-    version,
+    version = VERSION,
+    long_version = LONG_VERSION,
     propagate_version = true,
     subcommand_required = true,
     arg_required_else_help = true,

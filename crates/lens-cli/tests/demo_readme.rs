@@ -56,7 +56,16 @@ fn every_readme_example_is_a_built_example_program() {
 #[test]
 fn readme_runs_the_demo_and_links_resolve() {
     let readme = readme();
-    assert!(readme.contains("```sh\ncargo run --release -p lens-cli -- demo\n```"));
+    // The first command block installs `lens` and runs the demo.
+    let first = readme.split("```sh\n").nth(1).unwrap();
+    let first: Vec<&str> = first[..first.find("```").unwrap()].lines().collect();
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert!(
+        first[0].starts_with("cargo install --locked --path crates/lens-cli ")
+            && first[0].contains("cargo install --locked lens-cli"),
+        "{first:?}"
+    );
+    assert_eq!(first[1], "lens demo");
     assert!(readme.contains("```sh\ncargo xtask test\n```"));
     let mut rest = readme.as_str();
     let mut links = 0;
@@ -71,6 +80,42 @@ fn readme_runs_the_demo_and_links_resolve() {
         }
     }
     assert!(links >= 10, "{links} links");
+}
+
+/// Once installed, the command is `lens`: no page tells a user to run it through cargo.
+#[test]
+fn every_page_runs_the_installed_lens() {
+    let mut pages = vec![
+        root().join("README.md"),
+        root().join("packaging/pypi/README.md"),
+    ];
+    for dir in ["docs", "crates"] {
+        for entry in std::fs::read_dir(root().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            pages.push(path.join("README.md"));
+            pages.push(path);
+        }
+    }
+    let mut read = 0;
+    for page in pages
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+    {
+        let Ok(text) = std::fs::read_to_string(page) else {
+            continue;
+        };
+        read += 1;
+        for (n, line) in text.lines().enumerate() {
+            assert!(
+                !line.contains("cargo run --release -p lens-cli")
+                    && !line.contains("cargo run -p lens-cli"),
+                "{}:{}: {line}",
+                page.display(),
+                n + 1
+            );
+        }
+    }
+    assert!(read >= 20, "{read} pages");
 }
 
 /// The first fenced block of `text` starts before its first `## ` heading.
