@@ -251,6 +251,9 @@ pub struct Hop {
     pub from: String,
     /// The receiving service; `None` when unseen.
     pub to: Option<String>,
+    /// The receiving instance (`service.instance.id`, else the host attributes), when its
+    /// span arrived and its resource names one.
+    pub to_instance: Option<String>,
     /// The kind of crossing: `http`, `grpc` (the RPC system), `messaging`, else the
     /// receiver's span kind.
     pub kind: String,
@@ -543,6 +546,7 @@ fn trace_hops(
             Hop {
                 from,
                 to: Some(receiver.service().to_owned()),
+                to_instance: instance::name(receiver),
                 kind: crossing(receiver),
                 trace_id: receiver.trace_id,
                 sender: sender.map(|s| s.span_id),
@@ -561,7 +565,7 @@ fn trace_hops(
         let paired = findings
             .iter()
             .find(|f| f.span_ids.first() == Some(&sender.span_id) && f.trace_ids.len() == 2);
-        let (to, trace, receiver, kind) = match paired {
+        let (to, to_instance, trace, receiver, kind) = match paired {
             Some(f) => {
                 let new_trace = f.trace_ids[1];
                 let receiver = f.span_ids.get(1).copied();
@@ -577,18 +581,20 @@ fn trace_hops(
                     .map(str::to_owned);
                 (
                     f.services.get(1).cloned(),
+                    span.and_then(instance::name),
                     TraceVerdict::Lost { new_trace, cause },
                     receiver,
                     span.map_or_else(|| crossing(sender), crossing),
                 )
             }
-            None => (None, TraceVerdict::Unseen, None, crossing(sender)),
+            None => (None, None, TraceVerdict::Unseen, None, crossing(sender)),
         };
         ordered.push((
             sender.end_unix_nano,
             Hop {
                 from: sender.service().to_owned(),
                 to,
+                to_instance,
                 kind,
                 trace_id: sender.trace_id,
                 sender: Some(sender.span_id),
@@ -606,7 +612,11 @@ fn trace_hops(
     ordered.into_iter().map(|(_, hop)| hop).collect()
 }
 
+mod instance;
+mod repeat;
 mod report;
+
+pub use repeat::{HopTally, InstanceTally, Tally};
 
 #[cfg(test)]
 mod tests;
