@@ -43,22 +43,38 @@ impl SpanExporter for Kept {
 
 /// One service: its provider (its own `service.name`) and the spans it ended.
 struct Service {
-    name: &'static str,
     provider: SdkTracerProvider,
     kept: Kept,
+    resource: Resource,
 }
 
 impl Service {
     fn new(name: &'static str) -> Self {
+        Service::with_resource(Resource::builder_empty().with_service_name(name).build())
+    }
+
+    /// One instance of a replicated service: `service.instance.id` = `instance`.
+    fn instance(name: &'static str, instance: &str) -> Self {
+        let resource = Resource::builder_empty()
+            .with_service_name(name)
+            .with_attribute(opentelemetry::KeyValue::new(
+                "service.instance.id",
+                instance.to_owned(),
+            ))
+            .build();
+        Service::with_resource(resource)
+    }
+
+    fn with_resource(resource: Resource) -> Self {
         let kept = Kept::default();
         let provider = SdkTracerProvider::builder()
-            .with_resource(Resource::builder_empty().with_service_name(name).build())
+            .with_resource(resource.clone())
             .with_simple_exporter(kept.clone())
             .build();
         Service {
-            name,
             provider,
             kept,
+            resource,
         }
     }
 
@@ -71,11 +87,7 @@ impl Service {
             .with_endpoint(format!("{endpoint}/v1/traces"))
             .build()
             .unwrap();
-        exporter.set_resource(
-            &Resource::builder_empty()
-                .with_service_name(self.name)
-                .build(),
-        );
+        exporter.set_resource(&self.resource);
         exporter.export(spans).await.unwrap();
     }
 
@@ -112,8 +124,41 @@ async fn forward(
     headers: HeaderMap,
     body: String,
 ) -> (StatusCode, String) {
+    forward_to(&f.client, &f.to, f.proxy, &headers, body).await
+}
+
+/// A load balancer: each request to the next of `to` in turn, each with what its proxy does.
+#[derive(Clone)]
+struct RoundRobin {
+    client: reqwest::Client,
+    to: Arc<Vec<(String, Proxy)>>,
+    next: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+async fn balance(
+    State(b): State<RoundRobin>,
+    headers: HeaderMap,
+    body: String,
+) -> (StatusCode, String) {
+    let n = b.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let (to, proxy) = &b.to[n % b.to.len()];
+    forward_to(&b.client, to, *proxy, &headers, body).await
+}
+
+async fn forward_to(
+    client: &reqwest::Client,
+    to: &str,
+    proxy: Proxy,
+    headers: &HeaderMap,
+    body: String,
+) -> (StatusCode, String) {
+    let f = Forward {
+        client: client.clone(),
+        to: to.to_owned(),
+        proxy,
+    };
     let mut out = reqwest::header::HeaderMap::new();
-    for (name, value) in &headers {
+    for (name, value) in headers {
         let drop = match f.proxy {
             Proxy::Pass | Proxy::Reparent => false,
             Proxy::DropTracestate => name == "tracestate",
@@ -229,6 +274,64 @@ async fn chain(proxy: Proxy) -> (String, Vec<Service>) {
         format!("http://{gateway_addr}/train"),
         vec![gateway, planner],
     )
+}
+
+/// A replica pool: gateway -> a round-robin balancer -> planner-1, planner-2, planner-3 (each
+/// its own `service.instance.id`); the balancer drops every trace header on its way to
+/// planner-2 when `bad`. Returns the gateway's URL and the services.
+async fn pool(bad: bool) -> (String, Vec<Service>) {
+    let gateway = Service::new("gateway");
+    let mut to = Vec::new();
+    let mut services = Vec::new();
+    for n in 1..=3 {
+        let planner = Service::instance("planner", &format!("planner-{n}"));
+        let addr = serve(
+            Router::new()
+                .route("/plan", post(|| async { "planned" }))
+                .layer(ServerLayer::new().with_tracer(
+                    opentelemetry::trace::TracerProvider::tracer(&planner.provider, "lens-axum"),
+                )),
+        )
+        .await;
+        let proxy = if bad && n == 2 {
+            Proxy::DropAll
+        } else {
+            Proxy::Pass
+        };
+        to.push((format!("http://{addr}/plan"), proxy));
+        services.push(planner);
+    }
+    let balancer = serve(
+        Router::new()
+            .route("/plan", post(balance))
+            .with_state(RoundRobin {
+                client: reqwest::Client::new(),
+                to: Arc::new(to),
+                next: Arc::default(),
+            }),
+    )
+    .await;
+    let client =
+        reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+            .with(ClientMiddleware::new().with_tracer(
+                opentelemetry::trace::TracerProvider::tracer(&gateway.provider, "lens-reqwest"),
+            ))
+            .build();
+    let gateway_addr =
+        serve(
+            Router::new()
+                .route("/train", post(train))
+                .with_state(Gateway {
+                    client,
+                    next: format!("http://{balancer}/plan"),
+                })
+                .layer(ServerLayer::new().with_tracer(
+                    opentelemetry::trace::TracerProvider::tracer(&gateway.provider, "lens-axum"),
+                )),
+        )
+        .await;
+    services.push(gateway);
+    (format!("http://{gateway_addr}/train"), services)
 }
 
 /// `lens probe --json ARGS URL` against `services`: the exit code and the route.
@@ -427,6 +530,74 @@ async fn a_proxy_that_drops_every_trace_header_loses_the_trace_and_the_probe_nam
     let new_trace = lost["trace"]["lost"]["new_trace_id"].as_str().unwrap();
     assert_ne!(new_trace, route["trace_id"].as_str().unwrap());
     assert_eq!(lost["trace"]["lost"]["cause"], "none");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn repeated_requests_name_the_replica_that_loses_the_context() {
+    let (url, services) = pool(true).await;
+    let args = ["--repeat", "12", "--concurrency", "3"];
+    let (code, tally) = probe(&url, &services, 3 * 12, &args).await;
+    assert_eq!(code, Some(1), "{tally:#}");
+    assert_eq!(
+        (tally["requests"].as_u64(), tally["lost"].as_u64()),
+        (Some(12), Some(4)),
+        "{tally:#}"
+    );
+    assert_eq!(tally["routes"].as_array().unwrap().len(), 12);
+    let hops = tally["hops"].as_array().unwrap();
+    let first = hops.iter().find(|h| h["from"] == "lens probe").unwrap();
+    assert_eq!(
+        (first["crossed"].as_u64(), first["lost"].as_u64()),
+        (Some(12), Some(0))
+    );
+    let hop = hops
+        .iter()
+        .find(|h| h["from"] == "gateway" && h["lost"] != 0)
+        .unwrap_or_else(|| panic!("{tally:#}"));
+    assert_eq!(hop["lost"], 4, "{hop:#}");
+    assert_eq!(hop["rules"]["lost-context"], 4, "{hop:#}");
+    // Where the losses concentrate: planner-2, every request it received.
+    let worst = &hop["instances"][0];
+    assert_eq!(
+        (&worst["instance"], &worst["lost"], &worst["crossed"]),
+        (&"planner-2".into(), &4.into(), &4.into()),
+        "{hop:#}"
+    );
+
+    // The same, in words.
+    let (url, services) = pool(true).await;
+    let (code, text) = probe_text(&url, &services, 3 * 12, &args).await;
+    assert_eq!(code, Some(1));
+    assert!(
+        text.contains("gateway -> planner (http): 8 of 12 kept, 4 of 12 lost (lost-context 4; planner instance planner-2: 4 of 4)"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn repeated_requests_through_a_healthy_pool_exit_0() {
+    let (url, services) = pool(false).await;
+    let (code, tally) = probe(
+        &url,
+        &services,
+        3 * 9,
+        &["--repeat", "9", "--concurrency", "3"],
+    )
+    .await;
+    assert_eq!(code, Some(0), "{tally:#}");
+    assert_eq!(tally["lost"], 0);
+    let hop = tally["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["from"] == "gateway")
+        .unwrap();
+    assert_eq!(
+        (hop["crossed"].as_u64(), hop["lost"].as_u64()),
+        (Some(9), Some(0)),
+        "{hop:#}"
+    );
+    assert_eq!(hop["instances"].as_array().unwrap().len(), 3, "{hop:#}");
 }
 
 /// `lens probe ARGS` with its receivers on free ports: exit code, stdout, stderr, and how long
