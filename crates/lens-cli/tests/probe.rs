@@ -110,6 +110,9 @@ enum Proxy {
     Reparent,
     /// Drops every trace header.
     DropAll,
+    /// Writes the sampled flag into `traceparent` whatever came (as NVIDIA Dynamo's
+    /// `create_traceparent` always writes `-01`).
+    ForceSampled,
 }
 
 #[derive(Clone)]
@@ -160,7 +163,7 @@ async fn forward_to(
     let mut out = reqwest::header::HeaderMap::new();
     for (name, value) in headers {
         let drop = match f.proxy {
-            Proxy::Pass | Proxy::Reparent => false,
+            Proxy::Pass | Proxy::Reparent | Proxy::ForceSampled => false,
             Proxy::DropTracestate => name == "tracestate",
             Proxy::DropBaggage => name == "baggage",
             Proxy::DropAll => ["traceparent", "tracestate", "baggage"].contains(&name.as_str()),
@@ -175,6 +178,12 @@ async fn forward_to(
         // Same trace and flags, the proxy's own span id.
         let rewritten = format!("{}eeeeeeeeeeeeeeee{}", &tp[..36], &tp[52..]);
         out.insert("traceparent", rewritten.parse().unwrap());
+    }
+    if f.proxy == Proxy::ForceSampled
+        && let Some(tp) = headers.get("traceparent").and_then(|v| v.to_str().ok())
+    {
+        let forced = format!("{}01", &tp[..53]);
+        out.insert("traceparent", forced.parse().unwrap());
     }
     let response = f
         .client
@@ -598,6 +607,108 @@ async fn repeated_requests_through_a_healthy_pool_exit_0() {
         "{hop:#}"
     );
     assert_eq!(hop["instances"].as_array().unwrap().len(), 3, "{hop:#}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unsampled_request_that_stays_unsampled_exits_0_and_says_the_hops_stayed_silent() {
+    let (url, services) = chain(Proxy::Pass).await;
+    // The sampled request that shows the route: 3 spans; the unsampled one: none.
+    let (code, route) = probe(&url, &services, 3, &["--unsampled"]).await;
+    assert_eq!(code, Some(0), "{route:#}");
+    assert!(
+        route["sent"]["traceparent"]
+            .as_str()
+            .unwrap()
+            .ends_with("-02"),
+        "{route:#}"
+    );
+    assert_eq!(route["spans"], 0, "{route:#}");
+    assert_eq!(route["sampling"]["forced"], Value::Null, "{route:#}");
+    assert_eq!(
+        (
+            route["sampling"]["silent_hops"].as_u64(),
+            route["sampling"]["hops"].as_u64()
+        ),
+        (Some(2), Some(2)),
+        "{route:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hop_that_forces_the_sampled_flag_is_sampling_forced() {
+    let (url, services) = chain(Proxy::ForceSampled).await;
+    // 3 spans of the sampled request, and the planner's span of the unsampled one.
+    let (code, route) = probe(&url, &services, 4, &["--unsampled"]).await;
+    assert_eq!(code, Some(1), "{route:#}");
+    let forced = &route["sampling"]["forced"];
+    assert_eq!(
+        (&forced["from"], &forced["to"]),
+        (&"gateway".into(), &"planner".into()),
+        "{route:#}"
+    );
+    assert_eq!(forced["flags"], "01", "{route:#}");
+    assert_eq!(
+        route["sampling"]["broken"],
+        serde_json::json!(["sampling-forced"])
+    );
+    // The gateway kept the flag: its hop stayed silent.
+    assert_eq!(
+        (
+            route["sampling"]["silent_hops"].as_u64(),
+            route["sampling"]["hops"].as_u64()
+        ),
+        (Some(1), Some(2)),
+        "{route:#}"
+    );
+
+    let (url, services) = chain(Proxy::ForceSampled).await;
+    let (code, text) = probe_text(&url, &services, 4, &["--unsampled"]).await;
+    assert_eq!(code, Some(1));
+    assert!(
+        text.contains("SAMPLING FORCED: gateway -> planner (http): planner recorded a span of the unsampled request")
+            && text.contains("1 of 2 hops stayed silent as it should"),
+        "{text}"
+    );
+
+    // Allowed: reported, exit 0.
+    let (url, services) = chain(Proxy::ForceSampled).await;
+    let (code, _) = probe(
+        &url,
+        &services,
+        4,
+        &["--unsampled", "--allow", "sampling-forced"],
+    )
+    .await;
+    assert_eq!(code, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn repeated_unsampled_requests_count_the_forced_ones() {
+    let (url, services) = chain(Proxy::ForceSampled).await;
+    let (code, tally) = probe(
+        &url,
+        &services,
+        3 + 5,
+        &["--unsampled", "--repeat", "5", "--concurrency", "5"],
+    )
+    .await;
+    assert_eq!(code, Some(1), "{tally:#}");
+    assert_eq!(
+        (tally["requests"].as_u64(), tally["lost"].as_u64()),
+        (Some(5), Some(5)),
+        "{tally:#}"
+    );
+    let hop = &tally["hops"][0];
+    assert_eq!(
+        (&hop["from"], &hop["to"], &hop["rules"]["sampling-forced"]),
+        (&"gateway".into(), &"planner".into(), &5.into()),
+        "{tally:#}"
+    );
+    assert_eq!(
+        (tally["silent_hops"].as_u64(), tally["silent_of"].as_u64()),
+        (Some(5), Some(10)),
+        "{tally:#}"
+    );
 }
 
 /// `lens probe ARGS` with its receivers on free ports: exit code, stdout, stderr, and how long

@@ -33,12 +33,13 @@ const VENDOR_ENTRY: &str = "rojo=00f067aa0ba902b7";
 const BAGGAGE_KEY: &str = "lens.probe";
 
 /// The rules the probe reports, for `--allow`.
-const RULES: [Rule; 5] = [
+const RULES: [Rule; 6] = [
     Rule::LostContext,
     Rule::MissingParent,
     Rule::FlagDropped,
     Rule::TracestateDropped,
     Rule::BaggageDropped,
+    Rule::SamplingForced,
 ];
 
 /// `lens probe`: one request with a recognisable context; the route it took, hop by hop.
@@ -106,14 +107,19 @@ pub(crate) struct Args {
     #[arg(long, value_name = "C", default_value = "1", value_parser = clap::value_parser!(u32).range(1..=1_000))]
     concurrency: u32,
 
+    /// Send the requests unsampled (traceparent flags 02: the random flag kept), after one
+    /// sampled request that shows the route: any span recorded for them is sampling-forced
+    #[arg(long)]
+    unsampled: bool,
+
     /// Leave out what breaks RULE (repeatable): lost-context, missing-parent, flag-dropped,
-    /// tracestate-dropped, baggage-dropped
+    /// tracestate-dropped, baggage-dropped, sampling-forced
     #[arg(long, value_name = "RULE", value_parser = rule)]
     allow: Vec<String>,
 
     /// Read the spans from the `lens watch` at URL (its HTTP address, e.g.
     /// http://127.0.0.1:4318) instead of receiving them: the services keep exporting to it
-    #[arg(long, value_name = "URL", value_parser = watch_url, conflicts_with_all = ["grpc", "http", "repeat"])]
+    #[arg(long, value_name = "URL", value_parser = watch_url, conflicts_with_all = ["grpc", "http", "repeat", "unsampled"])]
     watch: Option<String>,
 
     /// The OTLP/gRPC address to receive spans on (port 0 picks a free port)
@@ -348,15 +354,43 @@ async fn run(
     };
     session.flush();
 
-    if let [sent] = sents.as_slice() {
-        return report_one(&args, sent, &session, &endpoint);
+    // With --unsampled the first request is the sampled one that shows the route.
+    let (reference, sents) = match sents.split_first() {
+        Some((first, rest)) if args.unsampled => (Some(Route::build(first, &session)), rest),
+        _ => (None, sents.as_slice()),
+    };
+    let routes: Vec<Route> = sents
+        .iter()
+        .map(|sent| {
+            let mut route = Route::build(sent, &session);
+            if let Some(reference) = &reference {
+                route.compare_sampling(reference);
+            }
+            route
+        })
+        .collect();
+    if let Some(reference) = &reference
+        && reference.saw_nothing()
+        && routes.iter().all(Route::saw_nothing)
+    {
+        eprintln!(
+            "lens probe: no service exported a span even of the sampled request (trace {}) \
+within {} s: an unsampled request that leaves nothing proves nothing; point the services' OTLP \
+exporters at it ({endpoint}), or wait longer (--wait)",
+            reference.sent.trace_id,
+            args.wait.as_secs_f64(),
+        );
+        return ExitCode::from(USAGE_ERROR);
     }
-    report_many(&args, &sents, &session, &endpoint)
+    match routes.as_slice() {
+        [route] => report_one(&args, route, &endpoint),
+        _ => report_many(&args, &routes, &endpoint),
+    }
 }
 
 /// The report of one request: its route.
-fn report_one(args: &Args, sent: &Sent, session: &Session, endpoint: &str) -> ExitCode {
-    let route = Route::build(sent, session);
+fn report_one(args: &Args, route: &Route, endpoint: &str) -> ExitCode {
+    let sent = &route.sent;
     let mut out = String::new();
     if args.json.json {
         out = route.json().to_string();
@@ -367,7 +401,7 @@ fn report_one(args: &Args, sent: &Sent, session: &Session, endpoint: &str) -> Ex
     if let Err(code) = crate::flags::print(&out) {
         return code;
     }
-    if route.saw_nothing() {
+    if route.saw_nothing() && route.sampling.is_none() {
         eprintln!(
             "lens probe: no service exported a span of trace {} within {} s: point the services' \
 OTLP exporters at it ({endpoint}), or wait longer (--wait)",
@@ -377,7 +411,10 @@ OTLP exporters at it ({endpoint}), or wait longer (--wait)",
         return ExitCode::from(USAGE_ERROR);
     }
     let broken: Vec<&str> = route.broken(&args.allow).collect();
-    if broken.is_empty() {
+    if broken.is_empty() && route.sampling.is_some() {
+        eprintln!("lens probe: the unsampled request stayed unsampled");
+        ExitCode::SUCCESS
+    } else if broken.is_empty() {
         eprintln!("lens probe: the context survived every hop seen");
         ExitCode::SUCCESS
     } else {
@@ -387,9 +424,8 @@ OTLP exporters at it ({endpoint}), or wait longer (--wait)",
 }
 
 /// The report of many requests: their routes tallied hop by hop.
-fn report_many(args: &Args, sents: &[Sent], session: &Session, endpoint: &str) -> ExitCode {
-    let routes: Vec<Route> = sents.iter().map(|s| Route::build(s, session)).collect();
-    let tally = Tally::new(&routes, &args.allow);
+fn report_many(args: &Args, routes: &[Route], endpoint: &str) -> ExitCode {
+    let tally = Tally::new(routes, &args.allow);
     let mut out = String::new();
     if args.json.json {
         let mut json = tally.json();
@@ -403,7 +439,7 @@ fn report_many(args: &Args, sents: &[Sent], session: &Session, endpoint: &str) -
     if let Err(code) = crate::flags::print(&out) {
         return code;
     }
-    if tally.unseen == tally.requests {
+    if tally.unseen == tally.requests && !args.unsampled {
         eprintln!(
             "lens probe: no service exported a span of any of the {} requests within {} s: point \
 the services' OTLP exporters at it ({endpoint}), or wait longer (--wait)",
@@ -462,7 +498,19 @@ async fn send_all(
 ) -> Result<(Vec<Sent>, String), String> {
     let what = request(args, None).describe();
     let started = Instant::now();
-    let sents: Vec<Sent> = (0..args.repeat).map(|_| fresh()).collect();
+    let mut sents: Vec<Sent> = (0..args.repeat)
+        .map(|_| {
+            let sent = fresh();
+            if args.unsampled {
+                sent.unsampled()
+            } else {
+                sent
+            }
+        })
+        .collect();
+    if args.unsampled {
+        sents.insert(0, fresh());
+    }
     let mut sending = futures_util::stream::iter(sents.clone())
         .map(|sent| {
             let request = request(args, body.clone());
@@ -494,7 +542,7 @@ async fn send_all(
     }
     drop(sending);
     let elapsed = started.elapsed();
-    let answered = if args.repeat == 1 {
+    let answered = if sents.len() == 1 {
         format!(
             "{what} answered {} in {:.1} ms",
             answers.first().map_or("", |(a, _)| a.as_str()),
@@ -503,12 +551,17 @@ async fn send_all(
     } else {
         let answers: Vec<String> = answers.iter().map(|(a, n)| format!("{a} {n}")).collect();
         format!(
-            "{} requests ({} at a time) to {what} answered ({}) in {:.1} ms ({:.1} ms each on average)",
-            args.repeat,
+            "{} requests{} ({} at a time) to {what} answered ({}) in {:.1} ms ({:.1} ms each on average)",
+            sents.len(),
+            if args.unsampled {
+                format!(" (1 sampled, {} unsampled)", args.repeat)
+            } else {
+                String::new()
+            },
             args.concurrency,
             answers.join(", "),
             elapsed.as_secs_f64() * 1e3,
-            took.as_secs_f64() * 1e3 / f64::from(args.repeat)
+            took.as_secs_f64() * 1e3 / sents.len() as f64
         )
     };
     Ok((sents, answered))

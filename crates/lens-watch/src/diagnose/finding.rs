@@ -65,11 +65,19 @@ pub enum Rule {
     /// A consumer whose trust policy ignored the context in a message on purpose
     /// (`lens.trace.new_root` = `untrusted:ignored`).
     UntrustedIgnored,
+    // Issue 53: what many requests, or an unsampled one, show.
+    /// A span recorded for a request its sender did not sample: a hop that forces the sampled
+    /// flag on (`lens probe --unsampled`; the doctor, where the parent's exporter reports flags).
+    SamplingForced,
+    /// A span in another request's trace: a service that attached another request's context
+    /// (`lens probe --concurrency`; the doctor, one CLIENT span with SERVER children of two
+    /// requests).
+    ContextBleed,
 }
 
 impl Rule {
     /// Every rule, in the order docs/doctor.md explains them.
-    pub const ALL: [Rule; 12] = [
+    pub const ALL: [Rule; 14] = [
         Rule::LostContext,
         Rule::UntrustedLinked,
         Rule::MissingParent,
@@ -82,6 +90,8 @@ impl Rule {
         Rule::DanglingLink,
         Rule::AmbiguousProducer,
         Rule::UntrustedIgnored,
+        Rule::SamplingForced,
+        Rule::ContextBleed,
     ];
 
     /// The rule's id: `lost-context`, `untrusted-linked`, ...
@@ -99,6 +109,8 @@ impl Rule {
             Rule::DanglingLink => "dangling-link",
             Rule::AmbiguousProducer => "ambiguous-producer",
             Rule::UntrustedIgnored => "untrusted-ignored",
+            Rule::SamplingForced => "sampling-forced",
+            Rule::ContextBleed => "context-bleed",
         }
     }
 

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value as Json, json};
 
-use super::{Route, TraceVerdict};
+use super::{Hop, ParentVerdict, Route, TraceVerdict};
 use crate::model::TraceId;
 
 /// The most trace ids of requests that lost something a [`Tally`] lists.
@@ -67,6 +67,9 @@ pub struct Tally {
     pub hops: Vec<HopTally>,
     /// The traces of the first requests that lost something (at most 8).
     pub lost_traces: Vec<TraceId>,
+    /// Unsampled requests: the hops that stayed silent, of the hops of their routes, summed
+    /// over the requests (known from a sampled request along the same route).
+    pub silent: Option<(usize, usize)>,
 }
 
 impl Tally {
@@ -77,12 +80,27 @@ impl Tally {
         let mut lost_traces = Vec::new();
         for route in routes {
             let mut route_lost = false;
-            for hop in &route.hops {
-                let broken: Vec<&'static str> = hop
-                    .broken()
-                    .into_iter()
-                    .filter(|rule| !allow.iter().any(|a| a == rule))
-                    .collect();
+            // An unsampled request: the hop that forced sampling on, nothing else.
+            let forced: Vec<Hop> = route
+                .sampling
+                .iter()
+                .filter_map(|s| s.forced.as_ref())
+                .map(|f| forced_hop(route, f))
+                .collect();
+            let judged = if route.sampling.is_some() {
+                &forced
+            } else {
+                &route.hops
+            };
+            for hop in judged {
+                let broken: Vec<&'static str> = if route.sampling.is_some() {
+                    route.broken(allow).collect()
+                } else {
+                    hop.broken()
+                        .into_iter()
+                        .filter(|rule| !allow.iter().any(|a| a == rule))
+                        .collect()
+                };
                 let i = match hops
                     .iter()
                     .position(|t| t.from == hop.from && t.to == hop.to && t.kind == hop.kind)
@@ -146,12 +164,23 @@ impl Tally {
                 .instances
                 .sort_by(|a, b| b.lost.cmp(&a.lost).then(a.instance.cmp(&b.instance)));
         }
+        let silent = routes
+            .iter()
+            .filter_map(|r| r.sampling.as_ref().and_then(|s| s.silent))
+            .reduce(|(a, b), (c, d)| (a + c, b + d));
+        let unsampled = routes.iter().all(|r| r.sampling.is_some());
         Tally {
             requests: routes.len(),
             lost,
-            unseen: routes.iter().filter(|r| r.saw_nothing()).count(),
+            // Unsampled requests should leave nothing.
+            unseen: if unsampled {
+                0
+            } else {
+                routes.iter().filter(|r| r.saw_nothing()).count()
+            },
             hops,
             lost_traces,
+            silent,
         }
     }
 
@@ -206,6 +235,13 @@ impl Tally {
             out.push_str(&parts.join(", "));
             out.push('\n');
         }
+        if let Some((silent, of)) = self.silent {
+            let _ = writeln!(
+                out,
+                "unsampled: {silent} of {of} hops stayed silent as they should, over the {} requests",
+                self.requests
+            );
+        }
         if !self.lost_traces.is_empty() {
             let ids: Vec<String> = self.lost_traces.iter().map(ToString::to_string).collect();
             let more = self.lost - self.lost_traces.len();
@@ -241,7 +277,28 @@ impl Tally {
                     "instance": i.instance, "crossed": i.crossed, "lost": i.lost,
                 })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
+            "silent_hops": self.silent.map(|(silent, _)| silent),
+            "silent_of": self.silent.map(|(_, of)| of),
             "lost_traces": self.lost_traces.iter().map(ToString::to_string).collect::<Vec<_>>(),
         })
+    }
+}
+
+/// The hop of an unsampled request that forced sampling on, as a hop to tally.
+fn forced_hop(route: &Route, forced: &super::ForcedHop) -> Hop {
+    Hop {
+        from: forced.from.clone(),
+        to: Some(forced.to.clone()),
+        to_instance: forced.to_instance.clone(),
+        kind: forced.kind.clone(),
+        trace_id: route.sent.trace_id,
+        sender: None,
+        receiver: Some(forced.span_id),
+        in_probe_trace: true,
+        trace: TraceVerdict::Kept,
+        parent: ParentVerdict::NotApplicable,
+        flags: super::FlagsVerdict::NotApplicable,
+        trace_state: super::TraceStateVerdict::NotApplicable,
+        baggage: super::BaggageVerdict::NotApplicable,
     }
 }

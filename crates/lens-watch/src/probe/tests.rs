@@ -395,3 +395,59 @@ fn the_instance_is_the_service_instance_id_else_the_host() {
         Some("planner-2")
     );
 }
+
+/// The route of an unsampled probe through `spans` (the probe's own span added), compared
+/// with the healthy sampled route.
+fn unsampled_route(spans: Vec<Span>) -> Route {
+    let sent = sent().unsampled();
+    let mut session = Session::new(SessionConfig::default());
+    let mut own = sent.client_span("http://127.0.0.1:8080/v1", "POST", T0, T0 + 1_000_000);
+    own.trace_id = sent.trace_id;
+    let mut all = vec![own];
+    all.extend(spans);
+    let now = Instant::now();
+    session.ingest(Batch::new(all), now);
+    session.poll(now + Duration::from_secs(60));
+    let mut r = Route::build(&sent, &session);
+    r.compare_sampling(&route(healthy()));
+    r
+}
+
+#[test]
+fn an_unsampled_probe_that_leaves_nothing_kept_every_hop_silent() {
+    let r = unsampled_route(Vec::new());
+    assert_eq!(
+        r.sent.traceparent(),
+        format!("00-{}-{}-02", TraceId([7; 16]), SpanId([1; 8]))
+    );
+    let sampling = r.sampling.as_ref().unwrap();
+    assert_eq!(
+        (sampling.forced.as_ref(), sampling.silent),
+        (None, Some((2, 2)))
+    );
+    assert_eq!(r.broken(&[]).count(), 0);
+}
+
+#[test]
+fn a_span_recorded_for_an_unsampled_probe_is_sampling_forced_on_its_hop() {
+    // The gateway kept the flag (nothing recorded); the planner's span arrived, its parent the
+    // gateway's unrecorded CLIENT span.
+    let mut planner = span("planner", SpanKind::Server, 4, 3, 30);
+    planner.flags = 0x301;
+    let r = unsampled_route(vec![planner]);
+    let sampling = r.sampling.as_ref().unwrap();
+    let forced = sampling.forced.as_ref().unwrap();
+    assert_eq!(
+        (forced.from.as_str(), forced.to.as_str(), forced.flags),
+        ("gateway", "planner", Some(0x01))
+    );
+    assert_eq!(sampling.silent, Some((1, 2)));
+    assert_eq!(r.broken(&[]).collect::<Vec<_>>(), ["sampling-forced"]);
+    assert_eq!(r.broken(&["sampling-forced".into()]).count(), 0);
+    let mut text = String::new();
+    r.text(&mut text);
+    assert!(
+        text.contains("SAMPLING FORCED: gateway -> planner (http): planner recorded a span"),
+        "{text}"
+    );
+}
