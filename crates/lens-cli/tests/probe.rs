@@ -343,6 +343,90 @@ async fn pool(bad: bool) -> (String, Vec<Service>) {
     (format!("http://{gateway_addr}/train"), services)
 }
 
+/// A gateway with a context-bleed bug, as users write it: a variable holding the last
+/// request's context, which its client then uses. The barrier lets two requests in before
+/// either calls on, so the second's context is the last for both. With `batch`, the same call
+/// goes out on purpose from a batch span in the last request's trace that links to the
+/// request it serves (two requests legitimately sharing a trace: no bleed).
+#[derive(Clone)]
+struct Leaky {
+    client: ClientWithMiddleware,
+    next: String,
+    last: Arc<Mutex<Option<opentelemetry::Context>>>,
+    together: Arc<tokio::sync::Barrier>,
+    batch: Option<opentelemetry_sdk::trace::SdkTracer>,
+}
+
+async fn leaky_train(State(g): State<Leaky>, cx: RequestContext, body: String) -> String {
+    use opentelemetry::trace::{TraceContextExt as _, Tracer as _};
+    let own = cx.into_context();
+    *g.last.lock().unwrap() = Some(own.clone());
+    g.together.wait().await;
+    let last = g.last.lock().unwrap().clone().unwrap();
+    let cx = match &g.batch {
+        None => last,
+        Some(tracer) => {
+            let link = opentelemetry::trace::Link::with_context(own.span().span_context().clone());
+            let span = tracer
+                .span_builder("batch")
+                .with_links(vec![link])
+                .start_with_context(tracer, &last);
+            last.with_span(span)
+        }
+    };
+    g.client
+        .post(&g.next)
+        .body(body)
+        .with_extension(cx)
+        .send()
+        .await
+        .unwrap();
+    "trained".to_owned()
+}
+
+/// gateway (with the bleed bug, or batching on purpose) -> planner (instance planner-1).
+async fn leaky(batch: bool) -> (String, Vec<Service>) {
+    let gateway = Service::new("gateway");
+    let planner = Service::instance("planner", "planner-1");
+    let planner_addr =
+        serve(
+            Router::new()
+                .route("/plan", post(|| async { "planned" }))
+                .layer(ServerLayer::new().with_tracer(
+                    opentelemetry::trace::TracerProvider::tracer(&planner.provider, "lens-axum"),
+                )),
+        )
+        .await;
+    let client =
+        reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+            .with(ClientMiddleware::new().with_tracer(
+                opentelemetry::trace::TracerProvider::tracer(&gateway.provider, "lens-reqwest"),
+            ))
+            .build();
+    let gateway_addr =
+        serve(
+            Router::new()
+                .route("/train", post(leaky_train))
+                .with_state(Leaky {
+                    client,
+                    next: format!("http://{planner_addr}/plan"),
+                    last: Arc::default(),
+                    together: Arc::new(tokio::sync::Barrier::new(2)),
+                    batch: batch.then(|| {
+                        opentelemetry::trace::TracerProvider::tracer(&gateway.provider, "batcher")
+                    }),
+                })
+                .layer(ServerLayer::new().with_tracer(
+                    opentelemetry::trace::TracerProvider::tracer(&gateway.provider, "lens-axum"),
+                )),
+        )
+        .await;
+    (
+        format!("http://{gateway_addr}/train"),
+        vec![gateway, planner],
+    )
+}
+
 /// `lens probe --json ARGS URL` against `services`: the exit code and the route.
 async fn probe(
     url: &str,
@@ -709,6 +793,75 @@ async fn repeated_unsampled_requests_count_the_forced_ones() {
         (Some(5), Some(10)),
         "{tally:#}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_service_that_uses_the_last_requests_context_is_context_bleed() {
+    let (url, services) = leaky(false).await;
+    let args = ["--repeat", "4", "--concurrency", "2"];
+    let (code, tally) = probe(&url, &services, 3 * 4, &args).await;
+    assert_eq!(code, Some(1), "{tally:#}");
+    let bleeds = tally["bleeds"].as_array().unwrap();
+    assert_eq!(bleeds.len(), 2, "{tally:#}");
+    for bleed in bleeds {
+        assert_eq!(
+            (&bleed["from"], &bleed["to"], &bleed["to_instance"]),
+            (&"gateway".into(), &"planner".into(), &"planner-1".into()),
+            "{bleed:#}"
+        );
+        assert_ne!(bleed["request"], bleed["into"]);
+    }
+    assert_eq!(tally["lost"], 4, "{tally:#}");
+    let hop = tally["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["from"] == "gateway")
+        .unwrap();
+    assert_eq!(hop["rules"]["context-bleed"], 2, "{hop:#}");
+
+    let (url, services) = leaky(false).await;
+    let (code, text) = probe_text(&url, &services, 3 * 4, &args).await;
+    assert_eq!(code, Some(1));
+    assert!(
+        text.contains("CONTEXT BLEED: gateway -> planner (http): a call of request "),
+        "{text}"
+    );
+    assert!(text.contains("planner instance planner-1)"), "{text}");
+
+    // Allowed: reported nowhere as a loss, exit 0.
+    let (url, services) = leaky(false).await;
+    let (code, tally) = probe(
+        &url,
+        &services,
+        3 * 4,
+        &[
+            "--repeat",
+            "4",
+            "--concurrency",
+            "2",
+            "--allow",
+            "context-bleed",
+        ],
+    )
+    .await;
+    assert_eq!(code, Some(0), "{tally:#}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_requests_sharing_a_trace_through_a_link_are_no_bleed() {
+    // The same shape of traces, but the call goes out from a batch span that links to the
+    // request it serves: on purpose.
+    let (url, services) = leaky(true).await;
+    let (code, tally) = probe(
+        &url,
+        &services,
+        4 * 4,
+        &["--repeat", "4", "--concurrency", "2"],
+    )
+    .await;
+    assert_eq!(tally["bleeds"], serde_json::json!([]), "{tally:#}");
+    assert_eq!(code, Some(0), "{tally:#}");
 }
 
 /// `lens probe ARGS` with its receivers on free ports: exit code, stdout, stderr, and how long

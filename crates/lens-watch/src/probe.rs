@@ -734,10 +734,12 @@ fn trace_hops(
     ordered.into_iter().map(|(_, hop)| hop).collect()
 }
 
+mod bleed;
 mod instance;
 mod repeat;
 mod report;
 
+pub use bleed::{Bleed, find_bleeds};
 pub use repeat::{HopTally, InstanceTally, Tally};
 
 #[cfg(test)]

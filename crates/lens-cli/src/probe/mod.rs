@@ -12,7 +12,7 @@ use futures_util::StreamExt as _;
 use lens_watch::decode::Batch;
 use lens_watch::diagnose::Rule;
 use lens_watch::model::{SpanId, TraceId};
-use lens_watch::probe::{Route, Sent, Tally};
+use lens_watch::probe::{Bleed, Route, Sent, Tally, find_bleeds};
 use lens_watch::receive;
 use lens_watch::session::{Session, SessionConfig};
 use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator};
@@ -33,13 +33,14 @@ const VENDOR_ENTRY: &str = "rojo=00f067aa0ba902b7";
 const BAGGAGE_KEY: &str = "lens.probe";
 
 /// The rules the probe reports, for `--allow`.
-const RULES: [Rule; 6] = [
+const RULES: [Rule; 7] = [
     Rule::LostContext,
     Rule::MissingParent,
     Rule::FlagDropped,
     Rule::TracestateDropped,
     Rule::BaggageDropped,
     Rule::SamplingForced,
+    Rule::ContextBleed,
 ];
 
 /// `lens probe`: one request with a recognisable context; the route it took, hop by hop.
@@ -113,7 +114,7 @@ pub(crate) struct Args {
     unsampled: bool,
 
     /// Leave out what breaks RULE (repeatable): lost-context, missing-parent, flag-dropped,
-    /// tracestate-dropped, baggage-dropped, sampling-forced
+    /// tracestate-dropped, baggage-dropped, sampling-forced, context-bleed
     #[arg(long, value_name = "RULE", value_parser = rule)]
     allow: Vec<String>,
 
@@ -384,7 +385,7 @@ exporters at it ({endpoint}), or wait longer (--wait)",
     }
     match routes.as_slice() {
         [route] => report_one(&args, route, &endpoint),
-        _ => report_many(&args, &routes, &endpoint),
+        _ => report_many(&args, &routes, &find_bleeds(&routes, &session), &endpoint),
     }
 }
 
@@ -424,8 +425,8 @@ OTLP exporters at it ({endpoint}), or wait longer (--wait)",
 }
 
 /// The report of many requests: their routes tallied hop by hop.
-fn report_many(args: &Args, routes: &[Route], endpoint: &str) -> ExitCode {
-    let tally = Tally::new(routes, &args.allow);
+fn report_many(args: &Args, routes: &[Route], bleeds: &[Bleed], endpoint: &str) -> ExitCode {
+    let tally = Tally::new(routes, bleeds, &args.allow);
     let mut out = String::new();
     if args.json.json {
         let mut json = tally.json();

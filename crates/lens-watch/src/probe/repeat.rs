@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 
 use serde_json::{Value as Json, json};
 
-use super::{Hop, ParentVerdict, Route, TraceVerdict};
+use super::{Bleed, Hop, ParentVerdict, Route, TraceVerdict};
+use crate::diagnose::Rule;
 use crate::model::TraceId;
 
 /// The most trace ids of requests that lost something a [`Tally`] lists.
@@ -70,14 +71,19 @@ pub struct Tally {
     /// Unsampled requests: the hops that stayed silent, of the hops of their routes, summed
     /// over the requests (known from a sampled request along the same route).
     pub silent: Option<(usize, usize)>,
+    /// Calls of one request that arrived in another's trace ([`find_bleeds`](super::find_bleeds)),
+    /// unless `context-bleed` is allowed.
+    pub bleeds: Vec<Bleed>,
 }
 
 impl Tally {
-    /// Tallies `routes`, one a request; what breaks a rule in `allow` is not a loss.
-    pub fn new(routes: &[Route], allow: &[String]) -> Tally {
+    /// Tallies `routes`, one a request, and the `bleeds` found between them; what breaks a rule
+    /// in `allow` is not a loss.
+    pub fn new(routes: &[Route], bleeds: &[Bleed], allow: &[String]) -> Tally {
         let mut hops: Vec<HopTally> = Vec::new();
         let mut lost = 0;
         let mut lost_traces = Vec::new();
+        let bleed_allowed = allow.iter().any(|a| a == Rule::ContextBleed.id());
         for route in routes {
             let mut route_lost = false;
             // An unsampled request: the hop that forced sampling on, nothing else.
@@ -151,11 +157,45 @@ impl Tally {
                     tally.instances[at].lost += usize::from(!broken.is_empty());
                 }
             }
-            if route_lost {
+            let bled = !bleed_allowed
+                && bleeds
+                    .iter()
+                    .any(|b| b.request == route.sent.trace_id || b.into == route.sent.trace_id);
+            if route_lost || bled {
                 lost += 1;
                 if lost_traces.len() < MAX_LOST_TRACES {
                     lost_traces.push(route.sent.trace_id);
                 }
+            }
+        }
+        let bleeds: Vec<Bleed> = if bleed_allowed {
+            Vec::new()
+        } else {
+            bleeds.to_vec()
+        };
+        for bleed in &bleeds {
+            let Some(tally) = hops.iter_mut().find(|t| {
+                t.from == bleed.from
+                    && t.to.as_deref() == Some(bleed.to.as_str())
+                    && t.kind == bleed.kind
+            }) else {
+                continue;
+            };
+            tally.lost += 1;
+            match tally
+                .rules
+                .iter_mut()
+                .find(|(r, _)| *r == Rule::ContextBleed.id())
+            {
+                Some((_, n)) => *n += 1,
+                None => tally.rules.push((Rule::ContextBleed.id(), 1)),
+            }
+            if let Some(i) = tally
+                .instances
+                .iter_mut()
+                .find(|i| Some(&i.instance) == bleed.to_instance.as_ref())
+            {
+                i.lost += 1;
             }
         }
         for tally in &mut hops {
@@ -181,6 +221,7 @@ impl Tally {
             hops,
             lost_traces,
             silent,
+            bleeds,
         }
     }
 
@@ -242,6 +283,18 @@ impl Tally {
                 self.requests
             );
         }
+        for bleed in &self.bleeds {
+            let instance = bleed
+                .to_instance
+                .as_ref()
+                .map(|i| format!(", {} instance {i}", bleed.to))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "CONTEXT BLEED: {} -> {} ({}): a call of request {} arrived in the trace of request {} (span {}{instance})",
+                bleed.from, bleed.to, bleed.kind, bleed.request, bleed.into, bleed.receiver
+            );
+        }
         if !self.lost_traces.is_empty() {
             let ids: Vec<String> = self.lost_traces.iter().map(ToString::to_string).collect();
             let more = self.lost - self.lost_traces.len();
@@ -276,6 +329,15 @@ impl Tally {
                 "instances": h.instances.iter().map(|i| json!({
                     "instance": i.instance, "crossed": i.crossed, "lost": i.lost,
                 })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "bleeds": self.bleeds.iter().map(|b| json!({
+                "from": b.from,
+                "to": b.to,
+                "to_instance": b.to_instance,
+                "kind": b.kind,
+                "request": b.request.to_string(),
+                "into": b.into.to_string(),
+                "receiver_span_id": b.receiver.to_string(),
             })).collect::<Vec<_>>(),
             "silent_hops": self.silent.map(|(silent, _)| silent),
             "silent_of": self.silent.map(|(_, of)| of),

@@ -331,7 +331,7 @@ fn a_tally_names_the_instance_where_the_losses_concentrate() {
             through_replica(&instance, instance == "planner-2")
         })
         .collect();
-    let tally = Tally::new(&routes, &[]);
+    let tally = Tally::new(&routes, &[], &[]);
     assert_eq!((tally.requests, tally.lost, tally.unseen), (6, 2, 0));
     assert_eq!(tally.hops.len(), 2);
     let hop = &tally.hops[1];
@@ -363,7 +363,7 @@ fn a_tally_names_the_instance_where_the_losses_concentrate() {
     assert_eq!(json["hops"][1]["rules"]["lost-context"], 2);
 
     // Allowed, the same losses are no loss.
-    let tally = Tally::new(&routes, &["lost-context".into()]);
+    let tally = Tally::new(&routes, &[], &["lost-context".into()]);
     assert_eq!(tally.lost, 0);
     assert_eq!(tally.hops[1].losing_instances().count(), 0);
 }
@@ -373,7 +373,7 @@ fn a_healthy_pool_tallies_no_loss() {
     let routes: Vec<Route> = (0..3)
         .map(|i| through_replica(&format!("planner-{i}"), false))
         .collect();
-    let tally = Tally::new(&routes, &[]);
+    let tally = Tally::new(&routes, &[], &[]);
     assert_eq!((tally.requests, tally.lost), (3, 0));
     assert!(tally.lost_traces.is_empty());
     assert!(tally.hops.iter().all(|h| h.lost == 0 && h.crossed == 3));
