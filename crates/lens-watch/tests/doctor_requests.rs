@@ -82,7 +82,7 @@ fn a_sampled_child_of_a_parent_reported_unsampled_is_sampling_forced() {
     // recorded unsampled (a RecordOnly sampler).
     let sampled = gateway(0x101).replace(A, "1af7651916cd43dd8448eb211c80319c");
     let mut doctor = Doctor::new(DoctorConfig::default());
-    assert!(check_with(&mut doctor, &[sampled.clone()]).is_empty());
+    assert!(check_with(&mut doctor, &[sampled]).is_empty());
     let findings = check_with(&mut doctor, &[gateway(0x100), planner.clone()]);
     assert_eq!(rules(&findings), ["sampling-forced"], "{findings:?}");
     assert_eq!(findings[0].services, ["gateway", "planner"]);

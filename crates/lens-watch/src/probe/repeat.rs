@@ -199,7 +199,7 @@ impl Tally {
             }
         }
         for tally in &mut hops {
-            tally.rules.sort_by(|a, b| b.1.cmp(&a.1));
+            tally.rules.sort_by_key(|r| std::cmp::Reverse(r.1));
             tally
                 .instances
                 .sort_by(|a, b| b.lost.cmp(&a.lost).then(a.instance.cmp(&b.instance)));
