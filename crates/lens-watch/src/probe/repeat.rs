@@ -279,7 +279,9 @@ impl Tally {
         if let Some((silent, of)) = self.silent {
             let _ = writeln!(
                 out,
-                "unsampled: {silent} of {of} hops stayed silent as they should, over the {} requests",
+                "unsampled: {silent} of {} stayed silent as {} should, over the {} requests",
+                crate::render::counted(of, "hop"),
+                if silent == 1 { "it" } else { "they" },
                 self.requests
             );
         }
