@@ -10,6 +10,7 @@ mod watch_support;
 
 use std::io::{BufRead as _, BufReader};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -425,6 +426,175 @@ async fn leaky(batch: bool) -> (String, Vec<Service>) {
         format!("http://{gateway_addr}/train"),
         vec![gateway, planner],
     )
+}
+
+/// A free port on 127.0.0.1 (taken from the OS, then released for nginx to bind).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Debian's nginx, started with its own prefix and config in a temporary directory; stopped
+/// when dropped.
+struct Nginx {
+    child: std::process::Child,
+    dir: PathBuf,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// nginx, when installed: `None` (with a note) where it is not, unless `LENS_NGINX=require`.
+fn nginx_binary() -> Option<PathBuf> {
+    let found = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists());
+    if found.is_none() {
+        assert!(
+            std::env::var("LENS_NGINX").as_deref() != Ok("require"),
+            "LENS_NGINX=require and no nginx (apt-get install nginx)"
+        );
+        eprintln!("skipped: no nginx (apt-get install nginx; LENS_NGINX=require makes this fail)");
+    }
+    found
+}
+
+/// nginx on a free port: `upstream` round robin over `planners`; the last one reached through
+/// a server of nginx's own that drops the trace headers (`proxy_set_header traceparent "";`)
+/// when `bad`. Returns nginx and its address.
+async fn nginx_pool(
+    binary: &std::path::Path,
+    planners: &[SocketAddr],
+    bad: bool,
+) -> (Nginx, String) {
+    let dir = std::env::temp_dir().join(format!(
+        "lens-probe-nginx-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    let (front, back) = (free_port(), free_port());
+    let (last, rest) = planners.split_last().unwrap();
+    let mut servers: Vec<String> = rest.iter().map(|a| format!("server {a};")).collect();
+    servers.push(if bad {
+        format!("server 127.0.0.1:{back};")
+    } else {
+        format!("server {last};")
+    });
+    let conf = format!(
+        r#"worker_processes 1;
+error_log {dir}/logs/error.log;
+pid {dir}/nginx.pid;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    upstream planners {{ {servers} }}
+    server {{
+        listen 127.0.0.1:{front};
+        location / {{ proxy_pass http://planners; }}
+    }}
+    # The bad replica: an old image behind a proxy that does not pass the trace headers.
+    server {{
+        listen 127.0.0.1:{back};
+        location / {{
+            proxy_set_header traceparent "";
+            proxy_set_header tracestate "";
+            proxy_set_header baggage "";
+            proxy_pass http://{last};
+        }}
+    }}
+}}
+"#,
+        dir = dir.display(),
+        servers = servers.join(" "),
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let child = Command::new(binary)
+        .arg("-p")
+        .arg(&dir)
+        .arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .args(["-g", "daemon off;"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let nginx = Nginx { child, dir };
+    // Ready when it accepts connections.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tokio::net::TcpStream::connect(("127.0.0.1", front))
+        .await
+        .is_err()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "nginx did not start: {:?}",
+            std::fs::read_to_string(nginx.dir.join("logs/error.log"))
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (nginx, format!("http://127.0.0.1:{front}"))
+}
+
+/// gateway -> nginx (round robin) -> planner-1, planner-2, planner-3 (each its own
+/// `service.instance.id`); nginx reaches planner-3 through headers dropped when `bad`.
+async fn nginx_chain(binary: &std::path::Path, bad: bool) -> (Nginx, String, Vec<Service>) {
+    let gateway = Service::new("gateway");
+    let mut addrs = Vec::new();
+    let mut services = Vec::new();
+    for n in 1..=3 {
+        let planner = Service::instance("planner", &format!("planner-{n}"));
+        addrs.push(
+            serve(
+                Router::new()
+                    .route("/plan", post(|| async { "planned" }))
+                    .layer(ServerLayer::new().with_tracer(
+                        opentelemetry::trace::TracerProvider::tracer(
+                            &planner.provider,
+                            "lens-axum",
+                        ),
+                    )),
+            )
+            .await,
+        );
+        services.push(planner);
+    }
+    let (nginx, base) = nginx_pool(binary, &addrs, bad).await;
+    let client =
+        reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+            .with(ClientMiddleware::new().with_tracer(
+                opentelemetry::trace::TracerProvider::tracer(&gateway.provider, "lens-reqwest"),
+            ))
+            .build();
+    let gateway_addr =
+        serve(
+            Router::new()
+                .route("/train", post(train))
+                .with_state(Gateway {
+                    client,
+                    next: format!("{base}/plan"),
+                })
+                .layer(ServerLayer::new().with_tracer(
+                    opentelemetry::trace::TracerProvider::tracer(&gateway.provider, "lens-axum"),
+                )),
+        )
+        .await;
+    services.push(gateway);
+    (nginx, format!("http://{gateway_addr}/train"), services)
 }
 
 /// `lens probe --json ARGS URL` against `services`: the exit code and the route.
@@ -861,6 +1031,54 @@ async fn two_requests_sharing_a_trace_through_a_link_are_no_bleed() {
     )
     .await;
     assert_eq!(tally["bleeds"], serde_json::json!([]), "{tally:#}");
+    assert_eq!(code, Some(0), "{tally:#}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn behind_nginx_round_robin_the_replica_that_drops_the_headers_is_named() {
+    let Some(binary) = nginx_binary() else {
+        return;
+    };
+    let args = ["--repeat", "12", "--concurrency", "3"];
+    let (_nginx, url, services) = nginx_chain(&binary, true).await;
+    let (code, tally) = probe(&url, &services, 3 * 12, &args).await;
+    assert_eq!(code, Some(1), "{tally:#}");
+    assert_eq!(tally["lost"], 4, "{tally:#}");
+    let hops = tally["hops"].as_array().unwrap();
+    // The requests nginx sent to planner-1 and planner-2 kept their trace.
+    let kept = hops
+        .iter()
+        .find(|h| h["from"] == "gateway" && h["to"] == "planner")
+        .unwrap_or_else(|| panic!("{tally:#}"));
+    assert_eq!(
+        (kept["crossed"].as_u64(), kept["lost"].as_u64()),
+        (Some(8), Some(0)),
+        "{kept:#}"
+    );
+    let names: Vec<&str> = kept["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["instance"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["planner-1", "planner-2"], "{kept:#}");
+    // The four through the bad replica never reached a receiver in their trace while the others
+    // did: lost. (Which replica started their new traces takes the doctor's pairing behind a
+    // load balancer: the new root's own address is not the one the gateway called.)
+    let lost = hops
+        .iter()
+        .find(|h| h["from"] == "gateway" && h["to"].is_null())
+        .unwrap_or_else(|| panic!("{tally:#}"));
+    assert_eq!(
+        (lost["crossed"].as_u64(), lost["lost"].as_u64()),
+        (Some(4), Some(4)),
+        "{lost:#}"
+    );
+    assert_eq!(lost["rules"]["lost-context"], 4, "{lost:#}");
+
+    // The healthy pool: exit 0.
+    let (_nginx, url, services) = nginx_chain(&binary, false).await;
+    let (code, tally) = probe(&url, &services, 3 * 12, &args).await;
     assert_eq!(code, Some(0), "{tally:#}");
 }
 

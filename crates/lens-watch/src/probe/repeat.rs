@@ -84,6 +84,7 @@ impl Tally {
         let mut lost = 0;
         let mut lost_traces = Vec::new();
         let bleed_allowed = allow.iter().any(|a| a == Rule::ContextBleed.id());
+        let mut lost_ids: Vec<TraceId> = Vec::new();
         for route in routes {
             let mut route_lost = false;
             // An unsampled request: the hop that forced sampling on, nothing else.
@@ -163,8 +164,49 @@ impl Tally {
                     .any(|b| b.request == route.sent.trace_id || b.into == route.sent.trace_id);
             if route_lost || bled {
                 lost += 1;
+                lost_ids.push(route.sent.trace_id);
                 if lost_traces.len() < MAX_LOST_TRACES {
                     lost_traces.push(route.sent.trace_id);
+                }
+            }
+        }
+        // A hop whose receiver other requests reached but these never did: their context was
+        // lost where the doctor could not pair the new root (behind a load balancer), or the
+        // replica they reached exports nothing: either way, not followed.
+        let lost_allowed = allow.iter().any(|a| a == Rule::LostContext.id());
+        let reached: Vec<(String, String)> = hops
+            .iter()
+            .filter(|t| t.to.is_some() && t.unseen < t.crossed)
+            .map(|t| (t.from.clone(), t.kind.clone()))
+            .collect();
+        let mut unfollowed: Vec<TraceId> = Vec::new();
+        if !lost_allowed {
+            for tally in &mut hops {
+                if tally.to.is_none()
+                    && tally.from != super::PROBE_SERVICE
+                    && reached.contains(&(tally.from.clone(), tally.kind.clone()))
+                {
+                    tally.lost += tally.unseen;
+                    tally.unseen = 0;
+                    tally.rules.push((Rule::LostContext.id(), tally.lost));
+                    for route in routes {
+                        if route
+                            .hops
+                            .iter()
+                            .any(|h| h.to.is_none() && h.from == tally.from && h.kind == tally.kind)
+                        {
+                            unfollowed.push(route.sent.trace_id);
+                        }
+                    }
+                }
+            }
+        }
+        for id in unfollowed {
+            if !lost_ids.contains(&id) {
+                lost += 1;
+                lost_ids.push(id);
+                if lost_traces.len() < MAX_LOST_TRACES {
+                    lost_traces.push(id);
                 }
             }
         }
@@ -255,6 +297,13 @@ impl Tally {
                     .collect();
                 if !instances.is_empty() {
                     why.push(instances.join(", "));
+                }
+                if hop.to.is_none() {
+                    why.push(
+                        "their receiver never arrived in their trace while other requests' did: \
+a context lost where the new root could not be paired, or a replica that exports nothing"
+                            .to_owned(),
+                    );
                 }
                 parts.push(format!(
                     "{} of {} lost ({})",
