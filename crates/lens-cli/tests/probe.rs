@@ -10,6 +10,7 @@ mod watch_support;
 
 use std::io::{BufRead as _, BufReader};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -43,22 +44,38 @@ impl SpanExporter for Kept {
 
 /// One service: its provider (its own `service.name`) and the spans it ended.
 struct Service {
-    name: &'static str,
     provider: SdkTracerProvider,
     kept: Kept,
+    resource: Resource,
 }
 
 impl Service {
     fn new(name: &'static str) -> Self {
+        Service::with_resource(Resource::builder_empty().with_service_name(name).build())
+    }
+
+    /// One instance of a replicated service: `service.instance.id` = `instance`.
+    fn instance(name: &'static str, instance: &str) -> Self {
+        let resource = Resource::builder_empty()
+            .with_service_name(name)
+            .with_attribute(opentelemetry::KeyValue::new(
+                "service.instance.id",
+                instance.to_owned(),
+            ))
+            .build();
+        Service::with_resource(resource)
+    }
+
+    fn with_resource(resource: Resource) -> Self {
         let kept = Kept::default();
         let provider = SdkTracerProvider::builder()
-            .with_resource(Resource::builder_empty().with_service_name(name).build())
+            .with_resource(resource.clone())
             .with_simple_exporter(kept.clone())
             .build();
         Service {
-            name,
             provider,
             kept,
+            resource,
         }
     }
 
@@ -71,11 +88,7 @@ impl Service {
             .with_endpoint(format!("{endpoint}/v1/traces"))
             .build()
             .unwrap();
-        exporter.set_resource(
-            &Resource::builder_empty()
-                .with_service_name(self.name)
-                .build(),
-        );
+        exporter.set_resource(&self.resource);
         exporter.export(spans).await.unwrap();
     }
 
@@ -98,6 +111,9 @@ enum Proxy {
     Reparent,
     /// Drops every trace header.
     DropAll,
+    /// Writes the sampled flag into `traceparent` whatever came (as NVIDIA Dynamo's
+    /// `create_traceparent` always writes `-01`).
+    ForceSampled,
 }
 
 #[derive(Clone)]
@@ -112,10 +128,43 @@ async fn forward(
     headers: HeaderMap,
     body: String,
 ) -> (StatusCode, String) {
+    forward_to(&f.client, &f.to, f.proxy, &headers, body).await
+}
+
+/// A load balancer: each request to the next of `to` in turn, each with what its proxy does.
+#[derive(Clone)]
+struct RoundRobin {
+    client: reqwest::Client,
+    to: Arc<Vec<(String, Proxy)>>,
+    next: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+async fn balance(
+    State(b): State<RoundRobin>,
+    headers: HeaderMap,
+    body: String,
+) -> (StatusCode, String) {
+    let n = b.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let (to, proxy) = &b.to[n % b.to.len()];
+    forward_to(&b.client, to, *proxy, &headers, body).await
+}
+
+async fn forward_to(
+    client: &reqwest::Client,
+    to: &str,
+    proxy: Proxy,
+    headers: &HeaderMap,
+    body: String,
+) -> (StatusCode, String) {
+    let f = Forward {
+        client: client.clone(),
+        to: to.to_owned(),
+        proxy,
+    };
     let mut out = reqwest::header::HeaderMap::new();
-    for (name, value) in &headers {
+    for (name, value) in headers {
         let drop = match f.proxy {
-            Proxy::Pass | Proxy::Reparent => false,
+            Proxy::Pass | Proxy::Reparent | Proxy::ForceSampled => false,
             Proxy::DropTracestate => name == "tracestate",
             Proxy::DropBaggage => name == "baggage",
             Proxy::DropAll => ["traceparent", "tracestate", "baggage"].contains(&name.as_str()),
@@ -130,6 +179,12 @@ async fn forward(
         // Same trace and flags, the proxy's own span id.
         let rewritten = format!("{}eeeeeeeeeeeeeeee{}", &tp[..36], &tp[52..]);
         out.insert("traceparent", rewritten.parse().unwrap());
+    }
+    if f.proxy == Proxy::ForceSampled
+        && let Some(tp) = headers.get("traceparent").and_then(|v| v.to_str().ok())
+    {
+        let forced = format!("{}01", &tp[..53]);
+        out.insert("traceparent", forced.parse().unwrap());
     }
     let response = f
         .client
@@ -229,6 +284,317 @@ async fn chain(proxy: Proxy) -> (String, Vec<Service>) {
         format!("http://{gateway_addr}/train"),
         vec![gateway, planner],
     )
+}
+
+/// A replica pool: gateway -> a round-robin balancer -> planner-1, planner-2, planner-3 (each
+/// its own `service.instance.id`); the balancer drops every trace header on its way to
+/// planner-2 when `bad`. Returns the gateway's URL and the services.
+async fn pool(bad: bool) -> (String, Vec<Service>) {
+    let gateway = Service::new("gateway");
+    let mut to = Vec::new();
+    let mut services = Vec::new();
+    for n in 1..=3 {
+        let planner = Service::instance("planner", &format!("planner-{n}"));
+        let addr = serve(
+            Router::new()
+                .route("/plan", post(|| async { "planned" }))
+                .layer(ServerLayer::new().with_tracer(
+                    opentelemetry::trace::TracerProvider::tracer(&planner.provider, "lens-axum"),
+                )),
+        )
+        .await;
+        let proxy = if bad && n == 2 {
+            Proxy::DropAll
+        } else {
+            Proxy::Pass
+        };
+        to.push((format!("http://{addr}/plan"), proxy));
+        services.push(planner);
+    }
+    let balancer = serve(
+        Router::new()
+            .route("/plan", post(balance))
+            .with_state(RoundRobin {
+                client: reqwest::Client::new(),
+                to: Arc::new(to),
+                next: Arc::default(),
+            }),
+    )
+    .await;
+    let client =
+        reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+            .with(ClientMiddleware::new().with_tracer(
+                opentelemetry::trace::TracerProvider::tracer(&gateway.provider, "lens-reqwest"),
+            ))
+            .build();
+    let gateway_addr =
+        serve(
+            Router::new()
+                .route("/train", post(train))
+                .with_state(Gateway {
+                    client,
+                    next: format!("http://{balancer}/plan"),
+                })
+                .layer(ServerLayer::new().with_tracer(
+                    opentelemetry::trace::TracerProvider::tracer(&gateway.provider, "lens-axum"),
+                )),
+        )
+        .await;
+    services.push(gateway);
+    (format!("http://{gateway_addr}/train"), services)
+}
+
+/// A gateway with a context-bleed bug, as users write it: a variable holding the last
+/// request's context, which its client then uses. The barrier lets two requests in before
+/// either calls on, so the second's context is the last for both. With `batch`, the same call
+/// goes out on purpose from a batch span in the last request's trace that links to the
+/// request it serves (two requests legitimately sharing a trace: no bleed).
+#[derive(Clone)]
+struct Leaky {
+    client: ClientWithMiddleware,
+    next: String,
+    last: Arc<Mutex<Option<opentelemetry::Context>>>,
+    together: Arc<tokio::sync::Barrier>,
+    batch: Option<opentelemetry_sdk::trace::SdkTracer>,
+}
+
+async fn leaky_train(State(g): State<Leaky>, cx: RequestContext, body: String) -> String {
+    use opentelemetry::trace::{TraceContextExt as _, Tracer as _};
+    let own = cx.into_context();
+    *g.last.lock().unwrap() = Some(own.clone());
+    g.together.wait().await;
+    let last = g.last.lock().unwrap().clone().unwrap();
+    let cx = match &g.batch {
+        None => last,
+        Some(tracer) => {
+            let link = opentelemetry::trace::Link::with_context(own.span().span_context().clone());
+            let span = tracer
+                .span_builder("batch")
+                .with_links(vec![link])
+                .start_with_context(tracer, &last);
+            last.with_span(span)
+        }
+    };
+    g.client
+        .post(&g.next)
+        .body(body)
+        .with_extension(cx)
+        .send()
+        .await
+        .unwrap();
+    "trained".to_owned()
+}
+
+/// gateway (with the bleed bug, or batching on purpose) -> planner (instance planner-1).
+async fn leaky(batch: bool) -> (String, Vec<Service>) {
+    let gateway = Service::new("gateway");
+    let planner = Service::instance("planner", "planner-1");
+    let planner_addr =
+        serve(
+            Router::new()
+                .route("/plan", post(|| async { "planned" }))
+                .layer(ServerLayer::new().with_tracer(
+                    opentelemetry::trace::TracerProvider::tracer(&planner.provider, "lens-axum"),
+                )),
+        )
+        .await;
+    let client =
+        reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+            .with(ClientMiddleware::new().with_tracer(
+                opentelemetry::trace::TracerProvider::tracer(&gateway.provider, "lens-reqwest"),
+            ))
+            .build();
+    let gateway_addr =
+        serve(
+            Router::new()
+                .route("/train", post(leaky_train))
+                .with_state(Leaky {
+                    client,
+                    next: format!("http://{planner_addr}/plan"),
+                    last: Arc::default(),
+                    together: Arc::new(tokio::sync::Barrier::new(2)),
+                    batch: batch.then(|| {
+                        opentelemetry::trace::TracerProvider::tracer(&gateway.provider, "batcher")
+                    }),
+                })
+                .layer(ServerLayer::new().with_tracer(
+                    opentelemetry::trace::TracerProvider::tracer(&gateway.provider, "lens-axum"),
+                )),
+        )
+        .await;
+    (
+        format!("http://{gateway_addr}/train"),
+        vec![gateway, planner],
+    )
+}
+
+/// A free port on 127.0.0.1 (taken from the OS, then released for nginx to bind).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Debian's nginx, started with its own prefix and config in a temporary directory; stopped
+/// when dropped.
+struct Nginx {
+    child: std::process::Child,
+    dir: PathBuf,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// nginx, when installed: `None` (with a note) where it is not, unless `LENS_NGINX=require`.
+fn nginx_binary() -> Option<PathBuf> {
+    let found = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists());
+    if found.is_none() {
+        assert!(
+            std::env::var("LENS_NGINX").as_deref() != Ok("require"),
+            "LENS_NGINX=require and no nginx (apt-get install nginx)"
+        );
+        eprintln!("skipped: no nginx (apt-get install nginx; LENS_NGINX=require makes this fail)");
+    }
+    found
+}
+
+/// nginx on a free port: `upstream` round robin over `planners`; the last one reached through
+/// a server of nginx's own that drops the trace headers (`proxy_set_header traceparent "";`)
+/// when `bad`. Returns nginx and its address.
+async fn nginx_pool(
+    binary: &std::path::Path,
+    planners: &[SocketAddr],
+    bad: bool,
+) -> (Nginx, String) {
+    let dir = std::env::temp_dir().join(format!(
+        "lens-probe-nginx-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    let (front, back) = (free_port(), free_port());
+    let (last, rest) = planners.split_last().unwrap();
+    let mut servers: Vec<String> = rest.iter().map(|a| format!("server {a};")).collect();
+    servers.push(if bad {
+        format!("server 127.0.0.1:{back};")
+    } else {
+        format!("server {last};")
+    });
+    let conf = format!(
+        r#"worker_processes 1;
+error_log {dir}/logs/error.log;
+pid {dir}/nginx.pid;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    upstream planners {{ {servers} }}
+    server {{
+        listen 127.0.0.1:{front};
+        location / {{ proxy_pass http://planners; }}
+    }}
+    # The bad replica: an old image behind a proxy that does not pass the trace headers.
+    server {{
+        listen 127.0.0.1:{back};
+        location / {{
+            proxy_set_header traceparent "";
+            proxy_set_header tracestate "";
+            proxy_set_header baggage "";
+            proxy_pass http://{last};
+        }}
+    }}
+}}
+"#,
+        dir = dir.display(),
+        servers = servers.join(" "),
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let child = Command::new(binary)
+        .arg("-p")
+        .arg(&dir)
+        .arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .args(["-g", "daemon off;"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let nginx = Nginx { child, dir };
+    // Ready when it accepts connections.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tokio::net::TcpStream::connect(("127.0.0.1", front))
+        .await
+        .is_err()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "nginx did not start: {:?}",
+            std::fs::read_to_string(nginx.dir.join("logs/error.log"))
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (nginx, format!("http://127.0.0.1:{front}"))
+}
+
+/// gateway -> nginx (round robin) -> planner-1, planner-2, planner-3 (each its own
+/// `service.instance.id`); nginx reaches planner-3 through headers dropped when `bad`.
+async fn nginx_chain(binary: &std::path::Path, bad: bool) -> (Nginx, String, Vec<Service>) {
+    let gateway = Service::new("gateway");
+    let mut addrs = Vec::new();
+    let mut services = Vec::new();
+    for n in 1..=3 {
+        let planner = Service::instance("planner", &format!("planner-{n}"));
+        addrs.push(
+            serve(
+                Router::new()
+                    .route("/plan", post(|| async { "planned" }))
+                    .layer(ServerLayer::new().with_tracer(
+                        opentelemetry::trace::TracerProvider::tracer(
+                            &planner.provider,
+                            "lens-axum",
+                        ),
+                    )),
+            )
+            .await,
+        );
+        services.push(planner);
+    }
+    let (nginx, base) = nginx_pool(binary, &addrs, bad).await;
+    let client =
+        reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+            .with(ClientMiddleware::new().with_tracer(
+                opentelemetry::trace::TracerProvider::tracer(&gateway.provider, "lens-reqwest"),
+            ))
+            .build();
+    let gateway_addr =
+        serve(
+            Router::new()
+                .route("/train", post(train))
+                .with_state(Gateway {
+                    client,
+                    next: format!("{base}/plan"),
+                })
+                .layer(ServerLayer::new().with_tracer(
+                    opentelemetry::trace::TracerProvider::tracer(&gateway.provider, "lens-axum"),
+                )),
+        )
+        .await;
+    services.push(gateway);
+    (nginx, format!("http://{gateway_addr}/train"), services)
 }
 
 /// `lens probe --json ARGS URL` against `services`: the exit code and the route.
@@ -427,6 +793,293 @@ async fn a_proxy_that_drops_every_trace_header_loses_the_trace_and_the_probe_nam
     let new_trace = lost["trace"]["lost"]["new_trace_id"].as_str().unwrap();
     assert_ne!(new_trace, route["trace_id"].as_str().unwrap());
     assert_eq!(lost["trace"]["lost"]["cause"], "none");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn repeated_requests_name_the_replica_that_loses_the_context() {
+    let (url, services) = pool(true).await;
+    let args = ["--repeat", "12", "--concurrency", "3"];
+    let (code, tally) = probe(&url, &services, 3 * 12, &args).await;
+    assert_eq!(code, Some(1), "{tally:#}");
+    assert_eq!(
+        (tally["requests"].as_u64(), tally["lost"].as_u64()),
+        (Some(12), Some(4)),
+        "{tally:#}"
+    );
+    assert_eq!(tally["routes"].as_array().unwrap().len(), 12);
+    let hops = tally["hops"].as_array().unwrap();
+    let first = hops.iter().find(|h| h["from"] == "lens probe").unwrap();
+    assert_eq!(
+        (first["crossed"].as_u64(), first["lost"].as_u64()),
+        (Some(12), Some(0))
+    );
+    let hop = hops
+        .iter()
+        .find(|h| h["from"] == "gateway" && h["lost"] != 0)
+        .unwrap_or_else(|| panic!("{tally:#}"));
+    assert_eq!(hop["lost"], 4, "{hop:#}");
+    assert_eq!(hop["rules"]["lost-context"], 4, "{hop:#}");
+    // Where the losses concentrate: planner-2, every request it received.
+    let worst = &hop["instances"][0];
+    assert_eq!(
+        (&worst["instance"], &worst["lost"], &worst["crossed"]),
+        (&"planner-2".into(), &4.into(), &4.into()),
+        "{hop:#}"
+    );
+
+    // The same, in words.
+    let (url, services) = pool(true).await;
+    let (code, text) = probe_text(&url, &services, 3 * 12, &args).await;
+    assert_eq!(code, Some(1));
+    assert!(
+        text.contains("gateway -> planner (http): 8 of 12 kept, 4 of 12 lost (lost-context 4; planner instance planner-2: 4 of 4)"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn repeated_requests_through_a_healthy_pool_exit_0() {
+    let (url, services) = pool(false).await;
+    let (code, tally) = probe(
+        &url,
+        &services,
+        3 * 9,
+        &["--repeat", "9", "--concurrency", "3"],
+    )
+    .await;
+    assert_eq!(code, Some(0), "{tally:#}");
+    assert_eq!(tally["lost"], 0);
+    let hop = tally["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["from"] == "gateway")
+        .unwrap();
+    assert_eq!(
+        (hop["crossed"].as_u64(), hop["lost"].as_u64()),
+        (Some(9), Some(0)),
+        "{hop:#}"
+    );
+    assert_eq!(hop["instances"].as_array().unwrap().len(), 3, "{hop:#}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unsampled_request_that_stays_unsampled_exits_0_and_says_the_hops_stayed_silent() {
+    let (url, services) = chain(Proxy::Pass).await;
+    // The sampled request that shows the route: 3 spans; the unsampled one: none.
+    let (code, route) = probe(&url, &services, 3, &["--unsampled"]).await;
+    assert_eq!(code, Some(0), "{route:#}");
+    assert!(
+        route["sent"]["traceparent"]
+            .as_str()
+            .unwrap()
+            .ends_with("-02"),
+        "{route:#}"
+    );
+    assert_eq!(route["spans"], 0, "{route:#}");
+    assert_eq!(route["sampling"]["forced"], Value::Null, "{route:#}");
+    assert_eq!(
+        (
+            route["sampling"]["silent_hops"].as_u64(),
+            route["sampling"]["hops"].as_u64()
+        ),
+        (Some(2), Some(2)),
+        "{route:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hop_that_forces_the_sampled_flag_is_sampling_forced() {
+    let (url, services) = chain(Proxy::ForceSampled).await;
+    // 3 spans of the sampled request, and the planner's span of the unsampled one.
+    let (code, route) = probe(&url, &services, 4, &["--unsampled"]).await;
+    assert_eq!(code, Some(1), "{route:#}");
+    let forced = &route["sampling"]["forced"];
+    assert_eq!(
+        (&forced["from"], &forced["to"]),
+        (&"gateway".into(), &"planner".into()),
+        "{route:#}"
+    );
+    assert_eq!(forced["flags"], "01", "{route:#}");
+    assert_eq!(
+        route["sampling"]["broken"],
+        serde_json::json!(["sampling-forced"])
+    );
+    // The gateway kept the flag: its hop stayed silent.
+    assert_eq!(
+        (
+            route["sampling"]["silent_hops"].as_u64(),
+            route["sampling"]["hops"].as_u64()
+        ),
+        (Some(1), Some(2)),
+        "{route:#}"
+    );
+
+    let (url, services) = chain(Proxy::ForceSampled).await;
+    let (code, text) = probe_text(&url, &services, 4, &["--unsampled"]).await;
+    assert_eq!(code, Some(1));
+    assert!(
+        text.contains("SAMPLING FORCED: gateway -> planner (http): planner recorded a span of the unsampled request")
+            && text.contains("1 of 2 hops stayed silent as it should"),
+        "{text}"
+    );
+
+    // Allowed: reported, exit 0.
+    let (url, services) = chain(Proxy::ForceSampled).await;
+    let (code, _) = probe(
+        &url,
+        &services,
+        4,
+        &["--unsampled", "--allow", "sampling-forced"],
+    )
+    .await;
+    assert_eq!(code, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn repeated_unsampled_requests_count_the_forced_ones() {
+    let (url, services) = chain(Proxy::ForceSampled).await;
+    let (code, tally) = probe(
+        &url,
+        &services,
+        3 + 5,
+        &["--unsampled", "--repeat", "5", "--concurrency", "5"],
+    )
+    .await;
+    assert_eq!(code, Some(1), "{tally:#}");
+    assert_eq!(
+        (tally["requests"].as_u64(), tally["lost"].as_u64()),
+        (Some(5), Some(5)),
+        "{tally:#}"
+    );
+    let hop = &tally["hops"][0];
+    assert_eq!(
+        (&hop["from"], &hop["to"], &hop["rules"]["sampling-forced"]),
+        (&"gateway".into(), &"planner".into(), &5.into()),
+        "{tally:#}"
+    );
+    assert_eq!(
+        (tally["silent_hops"].as_u64(), tally["silent_of"].as_u64()),
+        (Some(5), Some(10)),
+        "{tally:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_service_that_uses_the_last_requests_context_is_context_bleed() {
+    let (url, services) = leaky(false).await;
+    let args = ["--repeat", "4", "--concurrency", "2"];
+    let (code, tally) = probe(&url, &services, 3 * 4, &args).await;
+    assert_eq!(code, Some(1), "{tally:#}");
+    let bleeds = tally["bleeds"].as_array().unwrap();
+    assert_eq!(bleeds.len(), 2, "{tally:#}");
+    for bleed in bleeds {
+        assert_eq!(
+            (&bleed["from"], &bleed["to"], &bleed["to_instance"]),
+            (&"gateway".into(), &"planner".into(), &"planner-1".into()),
+            "{bleed:#}"
+        );
+        assert_ne!(bleed["request"], bleed["into"]);
+    }
+    assert_eq!(tally["lost"], 4, "{tally:#}");
+    let hop = tally["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["from"] == "gateway")
+        .unwrap();
+    assert_eq!(hop["rules"]["context-bleed"], 2, "{hop:#}");
+
+    let (url, services) = leaky(false).await;
+    let (code, text) = probe_text(&url, &services, 3 * 4, &args).await;
+    assert_eq!(code, Some(1));
+    assert!(
+        text.contains("CONTEXT BLEED: gateway -> planner (http): a call of request "),
+        "{text}"
+    );
+    assert!(text.contains("planner instance planner-1)"), "{text}");
+
+    // Allowed: reported nowhere as a loss, exit 0.
+    let (url, services) = leaky(false).await;
+    let (code, tally) = probe(
+        &url,
+        &services,
+        3 * 4,
+        &[
+            "--repeat",
+            "4",
+            "--concurrency",
+            "2",
+            "--allow",
+            "context-bleed",
+        ],
+    )
+    .await;
+    assert_eq!(code, Some(0), "{tally:#}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_requests_sharing_a_trace_through_a_link_are_no_bleed() {
+    // The same shape of traces, but the call goes out from a batch span that links to the
+    // request it serves: on purpose.
+    let (url, services) = leaky(true).await;
+    let (code, tally) = probe(
+        &url,
+        &services,
+        4 * 4,
+        &["--repeat", "4", "--concurrency", "2"],
+    )
+    .await;
+    assert_eq!(tally["bleeds"], serde_json::json!([]), "{tally:#}");
+    assert_eq!(code, Some(0), "{tally:#}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn behind_nginx_round_robin_the_replica_that_drops_the_headers_is_named() {
+    let Some(binary) = nginx_binary() else {
+        return;
+    };
+    let args = ["--repeat", "12", "--concurrency", "3"];
+    let (_nginx, url, services) = nginx_chain(&binary, true).await;
+    let (code, tally) = probe(&url, &services, 3 * 12, &args).await;
+    assert_eq!(code, Some(1), "{tally:#}");
+    assert_eq!(tally["lost"], 4, "{tally:#}");
+    let hops = tally["hops"].as_array().unwrap();
+    // The requests nginx sent to planner-1 and planner-2 kept their trace.
+    let kept = hops
+        .iter()
+        .find(|h| h["from"] == "gateway" && h["to"] == "planner")
+        .unwrap_or_else(|| panic!("{tally:#}"));
+    assert_eq!(
+        (kept["crossed"].as_u64(), kept["lost"].as_u64()),
+        (Some(8), Some(0)),
+        "{kept:#}"
+    );
+    let names: Vec<&str> = kept["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["instance"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["planner-1", "planner-2"], "{kept:#}");
+    // The four through the bad replica never reached a receiver in their trace while the others
+    // did: lost. (Which replica started their new traces takes the doctor's pairing behind a
+    // load balancer: the new root's own address is not the one the gateway called.)
+    let lost = hops
+        .iter()
+        .find(|h| h["from"] == "gateway" && h["to"].is_null())
+        .unwrap_or_else(|| panic!("{tally:#}"));
+    assert_eq!(
+        (lost["crossed"].as_u64(), lost["lost"].as_u64()),
+        (Some(4), Some(4)),
+        "{lost:#}"
+    );
+    assert_eq!(lost["rules"]["lost-context"], 4, "{lost:#}");
+
+    // The healthy pool: exit 0.
+    let (_nginx, url, services) = nginx_chain(&binary, false).await;
+    let (code, tally) = probe(&url, &services, 3 * 12, &args).await;
+    assert_eq!(code, Some(0), "{tally:#}");
 }
 
 /// `lens probe ARGS` with its receivers on free ports: exit code, stdout, stderr, and how long

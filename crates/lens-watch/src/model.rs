@@ -287,6 +287,21 @@ impl Resource {
     /// The service name given to a resource without `service.name`.
     pub const UNKNOWN_SERVICE: &'static str = "unknown_service";
 
+    /// The instance of the service this resource names, for findings and reports that say
+    /// which replica answered: `service.instance.id`, else its host (`host.name`, `host.id`,
+    /// `k8s.pod.name`); `None` when it names none.
+    pub(crate) fn instance(&self) -> Option<&str> {
+        [
+            "service.instance.id",
+            "host.name",
+            "host.id",
+            "k8s.pod.name",
+        ]
+        .iter()
+        .find_map(|k| attribute(&self.attributes, k).and_then(Value::as_str))
+        .filter(|s| !s.is_empty())
+    }
+
     /// A resource for `service` with no other attribute.
     pub fn for_service(service: &str) -> Self {
         Resource {

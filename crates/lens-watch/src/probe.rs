@@ -73,6 +73,18 @@ impl Sent {
         }
     }
 
+    /// The same context unsampled: flags `02` (the random flag kept, the sampled flag off), for
+    /// `lens probe --unsampled`: no hop should record a span of it.
+    pub fn unsampled(mut self) -> Self {
+        self.flags = 0x02;
+        self
+    }
+
+    /// Whether the probe asked for its request to be sampled.
+    pub fn sampled(&self) -> bool {
+        self.flags & 0x01 != 0
+    }
+
     /// The `traceparent` header value.
     pub fn traceparent(&self) -> String {
         format!("00-{}-{}-{:02x}", self.trace_id, self.span_id, self.flags)
@@ -251,6 +263,9 @@ pub struct Hop {
     pub from: String,
     /// The receiving service; `None` when unseen.
     pub to: Option<String>,
+    /// The receiving instance (`service.instance.id`, else the host attributes), when its
+    /// span arrived and its resource names one.
+    pub to_instance: Option<String>,
     /// The kind of crossing: `http`, `grpc` (the RPC system), `messaging`, else the
     /// receiver's span kind.
     pub kind: String,
@@ -309,6 +324,37 @@ pub struct Route {
     pub hops: Vec<Hop>,
     /// Spans of the probe's trace, its own CLIENT span not counted.
     pub spans: usize,
+    /// For an unsampled probe ([`Sent::unsampled`]): whether a hop recorded it anyway.
+    pub sampling: Option<Sampling>,
+}
+
+/// What became of an unsampled probe request: every hop should keep the flag and record nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Sampling {
+    /// The first hop whose receiving side recorded a span of the request, if any.
+    pub forced: Option<ForcedHop>,
+    /// How many hops of the route stayed silent, of how many: known from a sampled request
+    /// along the same route ([`Route::compare_sampling`]).
+    pub silent: Option<(usize, usize)>,
+}
+
+/// The first hop whose receiving side recorded a span of an unsampled request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ForcedHop {
+    /// The sender, when its span was recorded or a sampled request named it; `?` otherwise.
+    pub from: String,
+    /// The service that recorded the span.
+    pub to: String,
+    /// Its instance (`service.instance.id`, else the host attributes).
+    pub to_instance: Option<String>,
+    /// The kind of crossing.
+    pub kind: String,
+    /// The first span it recorded.
+    pub span_id: SpanId,
+    /// The flags its exporter reported for it (`01`/`03`: it sampled what arrived unsampled).
+    pub flags: Option<u8>,
 }
 
 /// The most traces a route follows (the probe's, and those lost hops started).
@@ -350,25 +396,104 @@ impl Route {
             }
             hops.append(&mut found);
         }
+        let sampling = (!sent.sampled()).then(|| Sampling {
+            forced: session
+                .assembler()
+                .trace(&sent.trace_id)
+                .and_then(|entry| first_recorded(&entry.spans, &hops)),
+            silent: None,
+        });
         Route {
             sent: sent.clone(),
             hops,
             spans,
+            sampling,
         }
     }
 
-    /// The rule ids of everything that broke, in hop order, less those in `allow`.
-    pub fn broken<'a>(&'a self, allow: &'a [String]) -> impl Iterator<Item = &'static str> + 'a {
-        self.hops
+    /// For an unsampled route: names the sender of the forced hop and counts the hops that
+    /// stayed silent, from `reference`, the route of a sampled request through the same
+    /// services. Does nothing to a sampled route.
+    pub fn compare_sampling(&mut self, reference: &Route) {
+        let Some(sampling) = &mut self.sampling else {
+            return;
+        };
+        let receivers: Vec<&Hop> = reference.hops.iter().filter(|h| h.to.is_some()).collect();
+        let recorded = |service: &str| {
+            self.hops
+                .iter()
+                .any(|h| h.to.as_deref() == Some(service) && h.receiver.is_some())
+                || self.hops.iter().any(|h| h.from == service)
+        };
+        let silent = receivers
             .iter()
-            .flat_map(Hop::broken)
+            .filter(|h| !recorded(h.to.as_deref().unwrap_or_default()))
+            .count();
+        sampling.silent = Some((silent, receivers.len()));
+        if let Some(forced) = &mut sampling.forced
+            && forced.from == "?"
+            && let Some(hop) = receivers
+                .iter()
+                .find(|h| h.to.as_deref() == Some(forced.to.as_str()))
+        {
+            forced.from.clone_from(&hop.from);
+        }
+    }
+
+    /// The rule ids of everything that broke, in hop order, less those in `allow`. Of an
+    /// unsampled route only `sampling-forced`: the spans of a forced hop are judged no further.
+    pub fn broken<'a>(&'a self, allow: &'a [String]) -> impl Iterator<Item = &'static str> + 'a {
+        let rules: Vec<&'static str> = match &self.sampling {
+            Some(sampling) => sampling
+                .forced
+                .iter()
+                .map(|_| Rule::SamplingForced.id())
+                .collect(),
+            None => self.hops.iter().flat_map(Hop::broken).collect(),
+        };
+        rules
+            .into_iter()
             .filter(move |rule| !allow.iter().any(|a| a == rule))
     }
 
-    /// Whether no service exported anything of the request: nothing to report on.
+    /// Whether no service exported anything of the request: nothing to report on (what an
+    /// unsampled request should leave).
     pub fn saw_nothing(&self) -> bool {
         self.hops.iter().all(|h| h.trace == TraceVerdict::Unseen)
     }
+}
+
+/// The first span of `spans` (the probe's own left out) a service recorded: the hop it names,
+/// from the route's `hops` where one has it as its receiver.
+fn first_recorded(spans: &[Span], hops: &[Hop]) -> Option<ForcedHop> {
+    let first = spans
+        .iter()
+        .filter(|s| s.service() != PROBE_SERVICE)
+        .min_by_key(|s| s.start_unix_nano)?;
+    // The span that received the request in that service: the first one's local root.
+    let mut receiver = first;
+    while let Some(parent) = receiver
+        .parent_span_id
+        .and_then(|p| spans.iter().find(|s| s.span_id == p))
+        .filter(|p| p.service() == first.service())
+    {
+        receiver = parent;
+    }
+    let hop = hops.iter().find(|h| h.receiver == Some(receiver.span_id));
+    // The sender, where its span was recorded (an unrecorded parent is what an unsampled
+    // request should leave: a sampled request along the route names it).
+    let from = spans
+        .iter()
+        .find(|s| Some(s.span_id) == receiver.parent_span_id)
+        .map_or_else(|| "?".to_owned(), |s| s.service().to_owned());
+    Some(ForcedHop {
+        from,
+        to: receiver.service().to_owned(),
+        to_instance: receiver.resource.instance().map(str::to_owned),
+        kind: hop.map_or_else(|| crossing(receiver), |h| h.kind.clone()),
+        span_id: receiver.span_id,
+        flags: reported_flags(receiver),
+    })
 }
 
 /// Whether `span` received its context from another process: a SERVER or CONSUMER span whose
@@ -543,6 +668,7 @@ fn trace_hops(
             Hop {
                 from,
                 to: Some(receiver.service().to_owned()),
+                to_instance: receiver.resource.instance().map(str::to_owned),
                 kind: crossing(receiver),
                 trace_id: receiver.trace_id,
                 sender: sender.map(|s| s.span_id),
@@ -561,7 +687,7 @@ fn trace_hops(
         let paired = findings
             .iter()
             .find(|f| f.span_ids.first() == Some(&sender.span_id) && f.trace_ids.len() == 2);
-        let (to, trace, receiver, kind) = match paired {
+        let (to, to_instance, trace, receiver, kind) = match paired {
             Some(f) => {
                 let new_trace = f.trace_ids[1];
                 let receiver = f.span_ids.get(1).copied();
@@ -577,18 +703,20 @@ fn trace_hops(
                     .map(str::to_owned);
                 (
                     f.services.get(1).cloned(),
+                    span.and_then(|s| s.resource.instance().map(str::to_owned)),
                     TraceVerdict::Lost { new_trace, cause },
                     receiver,
                     span.map_or_else(|| crossing(sender), crossing),
                 )
             }
-            None => (None, TraceVerdict::Unseen, None, crossing(sender)),
+            None => (None, None, TraceVerdict::Unseen, None, crossing(sender)),
         };
         ordered.push((
             sender.end_unix_nano,
             Hop {
                 from: sender.service().to_owned(),
                 to,
+                to_instance,
                 kind,
                 trace_id: sender.trace_id,
                 sender: Some(sender.span_id),
@@ -606,7 +734,12 @@ fn trace_hops(
     ordered.into_iter().map(|(_, hop)| hop).collect()
 }
 
+mod bleed;
+mod repeat;
 mod report;
+
+pub use bleed::{Bleed, find_bleeds};
+pub use repeat::{HopTally, InstanceTally, Tally};
 
 #[cfg(test)]
 mod tests;

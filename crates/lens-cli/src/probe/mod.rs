@@ -8,10 +8,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt as _;
 use lens_watch::decode::Batch;
 use lens_watch::diagnose::Rule;
 use lens_watch::model::{SpanId, TraceId};
-use lens_watch::probe::{Route, Sent};
+use lens_watch::probe::{Bleed, Route, Sent, Tally, find_bleeds};
 use lens_watch::receive;
 use lens_watch::session::{Session, SessionConfig};
 use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator};
@@ -32,12 +33,14 @@ const VENDOR_ENTRY: &str = "rojo=00f067aa0ba902b7";
 const BAGGAGE_KEY: &str = "lens.probe";
 
 /// The rules the probe reports, for `--allow`.
-const RULES: [Rule; 5] = [
+const RULES: [Rule; 7] = [
     Rule::LostContext,
     Rule::MissingParent,
     Rule::FlagDropped,
     Rule::TracestateDropped,
     Rule::BaggageDropped,
+    Rule::SamplingForced,
+    Rule::ContextBleed,
 ];
 
 /// `lens probe`: one request with a recognisable context; the route it took, hop by hop.
@@ -60,8 +63,8 @@ only where a service records the keys it received (`lens.baggage.keys`; docs/pro
   lens probe grpc://127.0.0.1:50051
   lens probe -d 'job 1' nats://127.0.0.1:4222/jobs.rollout
 
-Exit status: 0 the context survived every hop seen, 1 something was lost or dropped (less \
---allow RULE), 2 usage error, a request that could not be sent, a receiver port in use, or no \
+Exit status: 0 the context survived every hop seen, 1 something was lost or dropped in any \
+request (less --allow RULE), 2 usage error, a request that could not be sent, a receiver port in use, or no \
 span of the request arrived within --wait."
 )]
 pub(crate) struct Args {
@@ -96,14 +99,28 @@ pub(crate) struct Args {
     #[arg(long, value_name = "S", default_value = "30", value_parser = crate::flags::seconds_up_to_ten_minutes)]
     timeout: Duration,
 
+    /// Send N requests, each with its own trace, and tally the routes hop by hop, naming the
+    /// receiving instances (`service.instance.id`, else the host) where losses concentrate
+    #[arg(long, value_name = "N", default_value = "1", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    repeat: u32,
+
+    /// With --repeat: how many requests are in flight at a time
+    #[arg(long, value_name = "C", default_value = "1", value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    concurrency: u32,
+
+    /// Send the requests unsampled (traceparent flags 02: the random flag kept), after one
+    /// sampled request that shows the route: any span recorded for them is sampling-forced
+    #[arg(long)]
+    unsampled: bool,
+
     /// Leave out what breaks RULE (repeatable): lost-context, missing-parent, flag-dropped,
-    /// tracestate-dropped, baggage-dropped
+    /// tracestate-dropped, baggage-dropped, sampling-forced, context-bleed
     #[arg(long, value_name = "RULE", value_parser = rule)]
     allow: Vec<String>,
 
     /// Read the spans from the `lens watch` at URL (its HTTP address, e.g.
     /// http://127.0.0.1:4318) instead of receiving them: the services keep exporting to it
-    #[arg(long, value_name = "URL", value_parser = watch_url, conflicts_with_all = ["grpc", "http"])]
+    #[arg(long, value_name = "URL", value_parser = watch_url, conflicts_with_all = ["grpc", "http", "repeat", "unsampled"])]
     watch: Option<String>,
 
     /// The OTLP/gRPC address to receive spans on (port 0 picks a free port)
@@ -267,41 +284,26 @@ async fn run(
         },
         (None, None) => return ExitCode::from(USAGE_ERROR),
     };
-    let sent = fresh();
-    let request = Request {
-        target: &args.target,
-        method: args.method.as_ref(),
-        headers: &args.headers,
-        body,
-        timeout: args.timeout,
-    };
-    let what = request.describe();
-    let outcome = match request
-        .send(&sent, &format!("{BAGGAGE_KEY}={}", sent.trace_id))
-        .await
-    {
-        Ok(outcome) => outcome,
-        Err(why) => {
-            eprintln!("error: {what}: {why}");
-            return ExitCode::from(USAGE_ERROR);
-        }
-    };
-    let answered = Instant::now();
-    eprintln!(
-        "lens probe: {what} answered {} in {:.1} ms; waiting for spans ({endpoint}, at most {} s)",
-        outcome.answer,
-        outcome.took.as_secs_f64() * 1e3,
-        args.wait.as_secs_f64()
-    );
-
     let mut config = SessionConfig::default();
     config.hop_names = HOP_NAMES;
     let mut session = Session::new(config);
-    let deadline = answered + args.wait;
-    match source {
+    let sents = match source {
         Source::Own(mut batches) => {
-            session.ingest(Batch::new(vec![outcome.span]), answered);
+            let sending = send_all(&args, body, &mut session, &mut batches).await;
+            let (sents, answered) = match sending {
+                Ok(sent) => sent,
+                Err(why) => {
+                    eprintln!("error: {why}");
+                    return ExitCode::from(USAGE_ERROR);
+                }
+            };
+            eprintln!(
+                "lens probe: {answered}; waiting for spans ({endpoint}, at most {} s)",
+                args.wait.as_secs_f64()
+            );
             // Spans until none has arrived for --quiet-for (from the response), at most --wait.
+            let answered = Instant::now();
+            let deadline = answered + args.wait;
             let mut last = answered;
             loop {
                 let quiet_until = (last + args.quiet_for).min(deadline);
@@ -313,8 +315,27 @@ async fn run(
                     Ok(None) | Err(_) => break,
                 }
             }
+            sents
         }
         Source::Watch(watch) => {
+            let sent = fresh();
+            let request = request(&args, body);
+            let what = request.describe();
+            let outcome = match request.send(&sent, &baggage(&sent)).await {
+                Ok(outcome) => outcome,
+                Err(why) => {
+                    eprintln!("error: {what}: {why}");
+                    return ExitCode::from(USAGE_ERROR);
+                }
+            };
+            let answered = Instant::now();
+            eprintln!(
+                "lens probe: {what} answered {} in {:.1} ms; waiting for spans ({endpoint}, at most {} s)",
+                outcome.answer,
+                outcome.took.as_secs_f64() * 1e3,
+                args.wait.as_secs_f64()
+            );
+            let deadline = answered + args.wait;
             match watch
                 .collect(sent.trace_id, outcome.span, args.quiet_for, deadline)
                 .await
@@ -329,11 +350,48 @@ async fn run(
                     return ExitCode::from(USAGE_ERROR);
                 }
             }
+            vec![sent]
         }
-    }
+    };
     session.flush();
 
-    let route = Route::build(&sent, &session);
+    // With --unsampled the first request is the sampled one that shows the route.
+    let (reference, sents) = match sents.split_first() {
+        Some((first, rest)) if args.unsampled => (Some(Route::build(first, &session)), rest),
+        _ => (None, sents.as_slice()),
+    };
+    let routes: Vec<Route> = sents
+        .iter()
+        .map(|sent| {
+            let mut route = Route::build(sent, &session);
+            if let Some(reference) = &reference {
+                route.compare_sampling(reference);
+            }
+            route
+        })
+        .collect();
+    if let Some(reference) = &reference
+        && reference.saw_nothing()
+        && routes.iter().all(Route::saw_nothing)
+    {
+        eprintln!(
+            "lens probe: no service exported a span even of the sampled request (trace {}) \
+within {} s: an unsampled request that leaves nothing proves nothing; point the services' OTLP \
+exporters at it ({endpoint}), or wait longer (--wait)",
+            reference.sent.trace_id,
+            args.wait.as_secs_f64(),
+        );
+        return ExitCode::from(USAGE_ERROR);
+    }
+    match routes.as_slice() {
+        [route] => report_one(&args, route, &endpoint),
+        _ => report_many(&args, &routes, &find_bleeds(&routes, &session), &endpoint),
+    }
+}
+
+/// The report of one request: its route.
+fn report_one(args: &Args, route: &Route, endpoint: &str) -> ExitCode {
+    let sent = &route.sent;
     let mut out = String::new();
     if args.json.json {
         out = route.json().to_string();
@@ -344,7 +402,7 @@ async fn run(
     if let Err(code) = crate::flags::print(&out) {
         return code;
     }
-    if route.saw_nothing() {
+    if route.saw_nothing() && route.sampling.is_none() {
         eprintln!(
             "lens probe: no service exported a span of trace {} within {} s: point the services' \
 OTLP exporters at it ({endpoint}), or wait longer (--wait)",
@@ -354,11 +412,158 @@ OTLP exporters at it ({endpoint}), or wait longer (--wait)",
         return ExitCode::from(USAGE_ERROR);
     }
     let broken: Vec<&str> = route.broken(&args.allow).collect();
-    if broken.is_empty() {
+    if broken.is_empty() && route.sampling.is_some() {
+        eprintln!("lens probe: the unsampled request stayed unsampled");
+        ExitCode::SUCCESS
+    } else if broken.is_empty() {
         eprintln!("lens probe: the context survived every hop seen");
         ExitCode::SUCCESS
     } else {
         eprintln!("lens probe: broken: {}", broken.join(", "));
         ExitCode::FAILURE
     }
+}
+
+/// The report of many requests: their routes tallied hop by hop.
+fn report_many(args: &Args, routes: &[Route], bleeds: &[Bleed], endpoint: &str) -> ExitCode {
+    let tally = Tally::new(routes, bleeds, &args.allow);
+    let mut out = String::new();
+    if args.json.json {
+        let mut json = tally.json();
+        json["concurrency"] = args.concurrency.into();
+        json["routes"] = routes.iter().map(Route::json).collect();
+        out = json.to_string();
+        out.push('\n');
+    } else {
+        tally.text(&mut out);
+    }
+    if let Err(code) = crate::flags::print(&out) {
+        return code;
+    }
+    if tally.unseen == tally.requests && !args.unsampled {
+        eprintln!(
+            "lens probe: no service exported a span of any of the {} requests within {} s: point \
+the services' OTLP exporters at it ({endpoint}), or wait longer (--wait)",
+            tally.requests,
+            args.wait.as_secs_f64(),
+        );
+        return ExitCode::from(USAGE_ERROR);
+    }
+    if tally.lost == 0 {
+        eprintln!(
+            "lens probe: the context survived every hop seen, in all {} requests",
+            tally.requests
+        );
+        ExitCode::SUCCESS
+    } else {
+        let mut rules: Vec<&str> = tally
+            .hops
+            .iter()
+            .flat_map(|h| h.rules.iter().map(|(r, _)| *r))
+            .collect();
+        rules.dedup();
+        eprintln!(
+            "lens probe: broken in {} of {} requests: {}",
+            tally.lost,
+            tally.requests,
+            rules.join(", ")
+        );
+        ExitCode::FAILURE
+    }
+}
+
+/// The request the user asked for, with `body`.
+fn request(args: &Args, body: Option<Vec<u8>>) -> Request<'_> {
+    Request {
+        target: &args.target,
+        method: args.method.as_ref(),
+        headers: &args.headers,
+        body,
+        timeout: args.timeout,
+    }
+}
+
+/// The `baggage` header of `sent`: the probe's key, its trace id as the value.
+fn baggage(sent: &Sent) -> String {
+    format!("{BAGGAGE_KEY}={}", sent.trace_id)
+}
+
+/// Sends `--repeat` requests, `--concurrency` at a time, each with a fresh context, ingesting
+/// the spans that arrive meanwhile; the contexts sent (in the order sent) and what answered, in
+/// words. The probe's own span of each goes into `session`.
+async fn send_all(
+    args: &Args,
+    body: Option<Vec<u8>>,
+    session: &mut Session,
+    batches: &mut mpsc::Receiver<Batch>,
+) -> Result<(Vec<Sent>, String), String> {
+    let what = request(args, None).describe();
+    let started = Instant::now();
+    let mut sents: Vec<Sent> = (0..args.repeat)
+        .map(|_| {
+            let sent = fresh();
+            if args.unsampled {
+                sent.unsampled()
+            } else {
+                sent
+            }
+        })
+        .collect();
+    if args.unsampled {
+        sents.insert(0, fresh());
+    }
+    let mut sending = futures_util::stream::iter(sents.clone())
+        .map(|sent| {
+            let request = request(args, body.clone());
+            async move {
+                let baggage = baggage(&sent);
+                request.send(&sent, &baggage).await
+            }
+        })
+        .buffer_unordered(args.concurrency as usize);
+    let mut answers: Vec<(String, usize)> = Vec::new();
+    let mut took = Duration::ZERO;
+    let mut open = true;
+    while open {
+        tokio::select! {
+            outcome = sending.next() => match outcome {
+                Some(Ok(outcome)) => {
+                    took += outcome.took;
+                    match answers.iter_mut().find(|(a, _)| *a == outcome.answer) {
+                        Some((_, n)) => *n += 1,
+                        None => answers.push((outcome.answer, 1)),
+                    }
+                    session.ingest(Batch::new(vec![outcome.span]), Instant::now());
+                }
+                Some(Err(why)) => return Err(format!("{what}: {why}")),
+                None => open = false,
+            },
+            Some(batch) = batches.recv() => session.ingest(batch, Instant::now()),
+        }
+    }
+    drop(sending);
+    let elapsed = started.elapsed();
+    let answered = if sents.len() == 1 {
+        format!(
+            "{what} answered {} in {:.1} ms",
+            answers.first().map_or("", |(a, _)| a.as_str()),
+            took.as_secs_f64() * 1e3
+        )
+    } else {
+        let answers: Vec<String> = answers.iter().map(|(a, n)| format!("{a} {n}")).collect();
+        format!(
+            "{} requests{} ({} at a time) to {what} answered ({}) in {:.1} ms ({:.1} ms each on average)",
+            sents.len(),
+            if args.unsampled {
+                format!(" (1 sampled, {} unsampled)", args.repeat)
+            } else {
+                String::new()
+            },
+            args.concurrency,
+            answers.join(", "),
+            elapsed.as_secs_f64() * 1e3,
+            took.as_secs_f64() * 1e3 / sents.len() as f64
+        )
+    };
+    Ok((sents, answered))
 }

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::NewRootCause;
-use crate::model::{Resource, Span, SpanId, TraceId, Value};
+use crate::model::{Span, SpanId, TraceId, Value};
 
 /// What identifies a request on both sides of the wire.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -92,7 +92,7 @@ pub(super) struct Address {
     /// (or its target or URL); `None` where the side records none.
     pub(super) query: Option<Box<str>>,
     /// The instance of a server that answered, where its resource names one
-    /// ([`instance_of`]); the name alone is held, not the resource.
+    /// (`Resource::instance`); the name alone is held, not the resource.
     pub(super) instance: Option<Arc<str>>,
 }
 
@@ -351,7 +351,7 @@ pub(super) fn candidate(
         }
     };
     if role == Role::Server {
-        address.instance = instance_of(&span.resource).map(Arc::from);
+        address.instance = span.resource.instance().map(Arc::from);
     }
     Some((
         key,
@@ -366,20 +366,6 @@ pub(super) fn candidate(
             message: None,
         },
     ))
-}
-
-/// The instance a resource names: `service.instance.id`, else its host (`host.name`,
-/// `host.id`, `k8s.pod.name`).
-pub(super) fn instance_of(resource: &Resource) -> Option<&str> {
-    [
-        "service.instance.id",
-        "host.name",
-        "host.id",
-        "k8s.pod.name",
-    ]
-    .iter()
-    .find_map(|k| crate::model::attribute(&resource.attributes, k).and_then(Value::as_str))
-    .filter(|s| !s.is_empty())
 }
 
 /// A server's `server.address`/`server.port` (a port inside the address too) and

@@ -71,11 +71,18 @@ pub enum Rule {
     AmbiguousHop,
     /// A hop whose first chunk left only when the stream it read from had ended.
     BufferedStream,
+    /// A span recorded for a request its sender did not sample: a hop that forces the sampled
+    /// flag on (`lens probe --unsampled`; the doctor, where the parent's exporter reports flags).
+    SamplingForced,
+    /// A span in another request's trace: a service that attached another request's context
+    /// (`lens probe --concurrency`; the doctor, one CLIENT span with SERVER children of two
+    /// requests).
+    ContextBleed,
 }
 
 impl Rule {
     /// Every rule, in the order docs/doctor.md explains them.
-    pub const ALL: [Rule; 14] = [
+    pub const ALL: [Rule; 16] = [
         Rule::LostContext,
         Rule::UntrustedLinked,
         Rule::MissingParent,
@@ -90,6 +97,8 @@ impl Rule {
         Rule::UntrustedIgnored,
         Rule::AmbiguousHop,
         Rule::BufferedStream,
+        Rule::SamplingForced,
+        Rule::ContextBleed,
     ];
 
     /// The rule's id: `lost-context`, `untrusted-linked`, ...
@@ -109,6 +118,8 @@ impl Rule {
             Rule::UntrustedIgnored => "untrusted-ignored",
             Rule::AmbiguousHop => "ambiguous-hop",
             Rule::BufferedStream => "buffered-stream",
+            Rule::SamplingForced => "sampling-forced",
+            Rule::ContextBleed => "context-bleed",
         }
     }
 

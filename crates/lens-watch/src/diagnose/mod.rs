@@ -14,9 +14,11 @@
 //! hop without the attributes to match it, baggage keys recorded on one side only), it says
 //! nothing.
 
+mod bleed;
 mod conventions;
 mod dropped;
 mod finding;
+mod forced;
 mod message;
 mod new_root;
 mod pairing;
@@ -114,6 +116,9 @@ pub struct Doctor {
     skewed_pairs: HashSet<(Arc<str>, Arc<str>)>,
     /// Services seen reporting tracestate on a span (`tracestate-dropped` judges only these).
     trace_state_services: HashSet<Arc<str>>,
+    /// Services seen reporting the sampled flag on a span (`sampling-forced` judges only
+    /// parents of these: an exporter that reports no flags, Python's, says nothing).
+    flag_services: HashSet<Arc<str>>,
     seq: u64,
     newest_end: u64,
 }
@@ -152,6 +157,7 @@ impl Doctor {
         for span in spans {
             self.newest_end = self.newest_end.max(span.end_unix_nano);
             self.learn_trace_state(span);
+            forced::learn(&mut self.flag_services, span);
         }
         let duplicates = by_id.duplicates();
         for span in duplicates {
@@ -177,6 +183,23 @@ exported twice, or a span id generator that repeats",
             self.single_span(others, id, span, &by_id, partial, &mut findings);
         }
         let reopened = trace.completions > 1;
+        // Issue 53: what spans tell of sampling forced on and of context bleeding.
+        for child in spans {
+            if let Some(parent) = child.parent_span_id.and_then(|p| by_id.get(p))
+                && self.flag_services.contains(parent.service())
+                && forced::forced(parent, child)
+                && self.first_time(child)
+            {
+                findings.push(forced::finding(parent, child));
+            }
+        }
+        if !partial {
+            for (client, first, second) in bleed::overlapping_receivers(spans, &by_id) {
+                if self.first_time(second) {
+                    findings.push(bleed::finding(id, client, first, second));
+                }
+            }
+        }
         // A queue's lost hop (queues.rs): every producer, with the services its message
         // reached in this trace; every consumer that starts its trace.
         if !partial {

@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 use serde_json::{Value as Json, json};
 
 use super::{
-    BaggageVerdict, FlagsVerdict, Hop, ParentVerdict, Route, TraceStateVerdict, TraceVerdict,
+    BaggageVerdict, FlagsVerdict, Hop, ParentVerdict, Route, Sampling, TraceStateVerdict,
+    TraceVerdict,
 };
 use crate::model::SpanId;
 
@@ -25,6 +26,10 @@ impl Route {
             self.sent.baggage_keys.join(","),
             self.spans
         );
+        if let Some(sampling) = &self.sampling {
+            out.push_str(&sampling_summary(sampling));
+            out.push('\n');
+        }
         for (n, hop) in self.hops.iter().enumerate() {
             let to = hop.to.as_deref().unwrap_or("?");
             let via = match hop.parent {
@@ -59,6 +64,19 @@ impl Route {
                 "baggage_keys": self.sent.baggage_keys,
             },
             "spans": self.spans,
+            "sampling": self.sampling.as_ref().map(|s| json!({
+                "forced": s.forced.as_ref().map(|f| json!({
+                    "from": f.from,
+                    "to": f.to,
+                    "to_instance": f.to_instance,
+                    "kind": f.kind,
+                    "span_id": f.span_id.to_string(),
+                    "flags": f.flags.map(|f| format!("{f:02x}")),
+                })),
+                "silent_hops": s.silent.map(|(silent, _)| silent),
+                "hops": s.silent.map(|(_, of)| of),
+                "broken": self.broken(&[]).collect::<Vec<_>>(),
+            })),
             "hops": self.hops.iter().map(|h| json!({
                 "from": h.from,
                 "to": h.to,
@@ -104,6 +122,40 @@ impl Route {
                 "broken": h.broken(),
             })).collect::<Vec<_>>(),
         })
+    }
+}
+
+/// What an unsampled request left, in words.
+pub(super) fn sampling_summary(sampling: &Sampling) -> String {
+    let silent = match sampling.silent {
+        Some((silent, of)) => format!(
+            "{silent} of {of} {} stayed silent as {}",
+            if of == 1 { "hop" } else { "hops" },
+            if silent == 1 {
+                "it should"
+            } else {
+                "they should"
+            }
+        ),
+        None => "the hops that stayed silent are not known (no sampled request to compare)".into(),
+    };
+    match &sampling.forced {
+        None => format!("unsampled: no span recorded; {silent}"),
+        Some(f) => {
+            let instance = f
+                .to_instance
+                .as_ref()
+                .map(|i| format!(", {} instance {i}", f.to))
+                .unwrap_or_default();
+            let flags = f
+                .flags
+                .map(|flags| format!(", recorded with flags {flags:02x}"))
+                .unwrap_or_default();
+            format!(
+                "SAMPLING FORCED: {} -> {} ({}): {} recorded a span of the unsampled request (span {}{flags}{instance}); {silent}",
+                f.from, f.to, f.kind, f.to, f.span_id
+            )
+        }
     }
 }
 

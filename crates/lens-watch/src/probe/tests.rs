@@ -298,3 +298,156 @@ fn a_service_that_exports_nothing_is_unseen_never_guessed() {
     r.text(&mut text);
     assert!(text.contains("lens probe -> ? (http): not seen"), "{text}");
 }
+
+/// `span` exported by `instance` of its service (`service.instance.id`).
+fn on_instance(mut s: Span, instance: &str) -> Span {
+    let mut resource = Resource::for_service(s.service());
+    resource.attributes.push(KeyValue::new(
+        "service.instance.id",
+        Value::String(instance.into()),
+    ));
+    s.resource = Arc::new(resource);
+    s
+}
+
+/// The healthy chain with the planner on `instance`; the planner drops every trace header
+/// (starts trace 8...) when `lose`.
+fn through_replica(instance: &str, lose: bool) -> Route {
+    let mut spans = healthy();
+    if lose {
+        spans[2].trace_id = TraceId([8; 16]);
+        spans[2].parent_span_id = None;
+        spans[2].trace_state = String::new();
+    }
+    spans[2] = on_instance(spans[2].clone(), instance);
+    route(spans)
+}
+
+#[test]
+fn a_tally_names_the_instance_where_the_losses_concentrate() {
+    let routes: Vec<Route> = (0..6)
+        .map(|i| {
+            let instance = format!("planner-{}", i % 3 + 1);
+            through_replica(&instance, instance == "planner-2")
+        })
+        .collect();
+    let tally = Tally::new(&routes, &[], &[]);
+    assert_eq!((tally.requests, tally.lost, tally.unseen), (6, 2, 0));
+    assert_eq!(tally.hops.len(), 2);
+    let hop = &tally.hops[1];
+    assert_eq!(
+        (hop.from.as_str(), hop.to.as_deref(), hop.crossed, hop.lost),
+        ("gateway", Some("planner"), 6, 2)
+    );
+    assert_eq!(hop.rules, [("lost-context", 2)]);
+    let losing: Vec<(&str, usize, usize)> = hop
+        .losing_instances()
+        .map(|i| (i.instance.as_str(), i.lost, i.crossed))
+        .collect();
+    assert_eq!(losing, [("planner-2", 2, 2)]);
+    assert_eq!(hop.instances.len(), 3);
+    let mut text = String::new();
+    tally.text(&mut text);
+    assert!(
+        text.contains(
+            "2. gateway -> planner (http): 4 of 6 kept, 2 of 6 lost (lost-context 2; planner instance planner-2: 2 of 2)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(" 1. lens probe -> gateway (http): 6 of 6 kept"),
+        "{text}"
+    );
+    let json = tally.json();
+    assert_eq!(json["hops"][1]["instances"][0]["instance"], "planner-2");
+    assert_eq!(json["hops"][1]["rules"]["lost-context"], 2);
+
+    // Allowed, the same losses are no loss.
+    let tally = Tally::new(&routes, &[], &["lost-context".into()]);
+    assert_eq!(tally.lost, 0);
+    assert_eq!(tally.hops[1].losing_instances().count(), 0);
+}
+
+#[test]
+fn a_healthy_pool_tallies_no_loss() {
+    let routes: Vec<Route> = (0..3)
+        .map(|i| through_replica(&format!("planner-{i}"), false))
+        .collect();
+    let tally = Tally::new(&routes, &[], &[]);
+    assert_eq!((tally.requests, tally.lost), (3, 0));
+    assert!(tally.lost_traces.is_empty());
+    assert!(tally.hops.iter().all(|h| h.lost == 0 && h.crossed == 3));
+}
+
+#[test]
+fn the_instance_is_the_service_instance_id_else_the_host() {
+    let s = span("planner", SpanKind::Server, 4, 3, 30);
+    assert_eq!(s.resource.instance(), None);
+    let mut host = s.clone();
+    let mut resource = Resource::for_service("planner");
+    resource
+        .attributes
+        .push(KeyValue::new("host.name", Value::String("node-7".into())));
+    host.resource = Arc::new(resource);
+    assert_eq!(host.resource.instance(), Some("node-7"));
+    assert_eq!(
+        on_instance(host, "planner-2").resource.instance(),
+        Some("planner-2")
+    );
+}
+
+/// The route of an unsampled probe through `spans` (the probe's own span added), compared
+/// with the healthy sampled route.
+fn unsampled_route(spans: Vec<Span>) -> Route {
+    let sent = sent().unsampled();
+    let mut session = Session::new(SessionConfig::default());
+    let mut own = sent.client_span("http://127.0.0.1:8080/v1", "POST", T0, T0 + 1_000_000);
+    own.trace_id = sent.trace_id;
+    let mut all = vec![own];
+    all.extend(spans);
+    let now = Instant::now();
+    session.ingest(Batch::new(all), now);
+    session.poll(now + Duration::from_secs(60));
+    let mut r = Route::build(&sent, &session);
+    r.compare_sampling(&route(healthy()));
+    r
+}
+
+#[test]
+fn an_unsampled_probe_that_leaves_nothing_kept_every_hop_silent() {
+    let r = unsampled_route(Vec::new());
+    assert_eq!(
+        r.sent.traceparent(),
+        format!("00-{}-{}-02", TraceId([7; 16]), SpanId([1; 8]))
+    );
+    let sampling = r.sampling.as_ref().unwrap();
+    assert_eq!(
+        (sampling.forced.as_ref(), sampling.silent),
+        (None, Some((2, 2)))
+    );
+    assert_eq!(r.broken(&[]).count(), 0);
+}
+
+#[test]
+fn a_span_recorded_for_an_unsampled_probe_is_sampling_forced_on_its_hop() {
+    // The gateway kept the flag (nothing recorded); the planner's span arrived, its parent the
+    // gateway's unrecorded CLIENT span.
+    let mut planner = span("planner", SpanKind::Server, 4, 3, 30);
+    planner.flags = 0x301;
+    let r = unsampled_route(vec![planner]);
+    let sampling = r.sampling.as_ref().unwrap();
+    let forced = sampling.forced.as_ref().unwrap();
+    assert_eq!(
+        (forced.from.as_str(), forced.to.as_str(), forced.flags),
+        ("gateway", "planner", Some(0x01))
+    );
+    assert_eq!(sampling.silent, Some((1, 2)));
+    assert_eq!(r.broken(&[]).collect::<Vec<_>>(), ["sampling-forced"]);
+    assert_eq!(r.broken(&["sampling-forced".into()]).count(), 0);
+    let mut text = String::new();
+    r.text(&mut text);
+    assert!(
+        text.contains("SAMPLING FORCED: gateway -> planner (http): planner recorded a span"),
+        "{text}"
+    );
+}

@@ -378,7 +378,7 @@ pub fn summary_line(summary: &Summary) -> String {
         summary.spans,
         format_duration(summary.duration)
     );
-    let _ = write!(line, "; {} hops", summary.hop_count());
+    let _ = write!(line, "; {}", counted(summary.hop_count(), "hop"));
     if !summary.hops.is_empty() {
         line.push_str(" (");
         for (i, (label, n)) in summary.hops.iter().enumerate() {
@@ -389,7 +389,7 @@ pub fn summary_line(summary: &Summary) -> String {
         }
         line.push(')');
     }
-    let _ = write!(line, "; {} links", summary.links);
+    let _ = write!(line, "; {}", counted(summary.links, "link"));
     if let Some((trace, span)) = summary.continued_from {
         let _ = write!(
             line,
@@ -400,6 +400,15 @@ pub fn summary_line(summary: &Summary) -> String {
         line.push_str("; cut short by the stop (its quiet window had not passed)");
     }
     line
+}
+
+/// `n` and `noun`, in the plural unless `n` is 1: `1 hop`, `2 hops`.
+pub(crate) fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 #[cfg(test)]
@@ -443,7 +452,7 @@ mod tests {
         assert_eq!(summary.duration, Duration::from_micros(1000));
         assert_eq!(
             summary_line(&summary),
-            format!("trace {TRACE}: 5 spans, complete, 1.0 ms; 1 hops (1 http); 1 links")
+            format!("trace {TRACE}: 5 spans, complete, 1.0 ms; 1 hop (1 http); 1 link")
         );
     }
 
@@ -537,7 +546,7 @@ mod tests {
             summary_line(&summary),
             format!(
                 "trace {TRACE}: 5 spans, PARTIAL (3 more spans dropped over the per-trace limit), \
-1.0 ms; 1 hops (1 http); 1 links; cut short by the stop (its quiet window had not passed)"
+1.0 ms; 1 hop (1 http); 1 link; cut short by the stop (its quiet window had not passed)"
             )
         );
     }
