@@ -193,7 +193,7 @@ impl Shared {
             forwarded_span_context(headers)
         };
         let span = decision.span.then(|| {
-            let message_id = headers.get(NATS_MESSAGE_ID).map(|v| v.as_str());
+            let message_id = crate::carrier::value_of(headers, &NATS_MESSAGE_ID);
             let mut operation = Operation::new(SYSTEM, "send", OperationType::Send)
                 .with_destination(subject, crate::is_temporary(&self.inbox_prefix, subject))
                 .with_destination_in_metrics(self.names.subjects_in_metrics);
