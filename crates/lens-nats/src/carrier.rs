@@ -77,8 +77,34 @@ fn other_case<'a>(headers: &'a HeaderMap, key: &str) -> impl Iterator<Item = &'a
         .flat_map(|(_, values)| values.iter().map(HeaderValue::as_str))
 }
 
+/// Up to this many names, a name is found by comparing it with each (a length and a few bytes
+/// each); beyond, through the map's hash (SipHash over the name costs about as much as eight
+/// comparisons). A message carries a handful of headers.
+const SCAN_UP_TO: usize = 8;
+
+/// The first value of `name` (what `HeaderMap::get` gives, without hashing a small map).
+pub(crate) fn value_of<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
+    if headers.len() <= SCAN_UP_TO {
+        let (_, values) = headers.iter().find(|(key, _)| *key == name)?;
+        return values.first().map(HeaderValue::as_str);
+    }
+    headers.get(name.clone()).map(HeaderValue::as_str)
+}
+
+/// Pushes every value of `name` onto `lines` (what `HeaderMap::get_all` gives, without hashing
+/// a small map).
+fn values_of<'a>(headers: &'a HeaderMap, name: &HeaderName, lines: &mut Vec<&'a str>) {
+    if headers.len() <= SCAN_UP_TO {
+        if let Some((_, values)) = headers.iter().find(|(key, _)| *key == name) {
+            lines.extend(values.iter().map(HeaderValue::as_str));
+        }
+        return;
+    }
+    lines.extend(headers.get_all(name.clone()).map(HeaderValue::as_str));
+}
+
 fn first<'a>(headers: &'a HeaderMap, key: &str) -> Option<&'a str> {
-    let exact = headers.get(name_of(key)?).map(HeaderValue::as_str);
+    let exact = value_of(headers, &name_of(key)?);
     if exact.is_none() && is_propagation_field(key) && !headers.is_empty() {
         return other_case(headers, key).next();
     }
@@ -86,10 +112,8 @@ fn first<'a>(headers: &'a HeaderMap, key: &str) -> Option<&'a str> {
 }
 
 fn all<'a>(headers: &'a HeaderMap, key: &str) -> Option<Vec<&'a str>> {
-    let mut lines: Vec<&str> = headers
-        .get_all(name_of(key)?)
-        .map(HeaderValue::as_str)
-        .collect();
+    let mut lines = Vec::new();
+    values_of(headers, &name_of(key)?, &mut lines);
     if lines.is_empty() && is_propagation_field(key) {
         lines.extend(other_case(headers, key));
     }

@@ -407,7 +407,7 @@ impl Shared {
         let span = self.options.filter_decision(&info).span.then(|| {
             let empty = HeaderMap::new();
             let headers = core.headers.as_ref().unwrap_or(&empty);
-            let message_id = headers.get(NATS_MESSAGE_ID).map(|v| v.as_str());
+            let message_id = crate::carrier::value_of(headers, &NATS_MESSAGE_ID);
             let mut operation = self.operation("process", OperationType::Process, subject);
             if self.names.body_size {
                 operation = operation.with_body_size(core.payload.len());

@@ -170,9 +170,13 @@ struct Shared {
 
 impl Shared {
     /// Starts the `send` span of a message to `subject` (when the filter wants one) and injects
-    /// its context, or the caller's, into `headers` (when the filter and the policy let it).
-    async fn start_send(
+    /// its context, or the caller's, into `headers` (when the filter and the policy let it);
+    /// `server` is the broker as `Broker::resolve` gives it. Not async: the
+    /// span is returned in place rather than moved out of a future's state.
+    #[inline]
+    fn start_send(
         &self,
+        server: Option<&Server>,
         subject: &str,
         headers: &mut HeaderMap,
         payload: &[u8],
@@ -183,7 +187,6 @@ impl Shared {
             payload,
             operation: OperationType::Send,
         };
-        let server = self.broker.resolve().await;
         let decision = self.options.filter_decision(&info);
         let parent = Context::current();
         // A plain publish's headers are new and empty: nothing to look at.
@@ -193,7 +196,7 @@ impl Shared {
             forwarded_span_context(headers)
         };
         let span = decision.span.then(|| {
-            let message_id = headers.get(NATS_MESSAGE_ID).map(|v| v.as_str());
+            let message_id = crate::carrier::value_of(headers, &NATS_MESSAGE_ID);
             let mut operation = Operation::new(SYSTEM, "send", OperationType::Send)
                 .with_destination(subject, crate::is_temporary(&self.inbox_prefix, subject))
                 .with_destination_in_metrics(self.names.subjects_in_metrics);
@@ -292,6 +295,7 @@ impl Shared {
     }
 
     /// Records how the operation ended (the classifier, the response hook) and ends the span.
+    #[inline]
     fn finish(&self, span: Option<LiveSpan>, status: OperationStatus) {
         if let Some(mut span) = span {
             self.options
@@ -354,10 +358,10 @@ impl TracedClient {
         payload: Bytes,
     ) -> Result<(), async_nats::PublishError> {
         let subject: Subject = subject.to_subject();
+        let server = self.shared.broker.resolve().await;
         let span = self
             .shared
-            .start_send(&subject, &mut headers, &payload)
-            .await;
+            .start_send(server, &subject, &mut headers, &payload);
         let result = self
             .client
             .publish_with_headers(subject, headers, payload)
@@ -391,10 +395,10 @@ impl TracedClient {
         payload: Bytes,
     ) -> Result<(), async_nats::PublishError> {
         let subject: Subject = subject.to_subject();
+        let server = self.shared.broker.resolve().await;
         let span = self
             .shared
-            .start_send(&subject, &mut headers, &payload)
-            .await;
+            .start_send(server, &subject, &mut headers, &payload);
         let result = self
             .client
             .publish_with_reply_and_headers(subject, reply, headers, payload)
@@ -456,10 +460,10 @@ impl TracedClient {
             .subscribe(inbox.clone())
             .await
             .map_err(|e| RequestError::with_source(RequestErrorKind::Other, e))?;
+        let server = self.shared.broker.resolve().await;
         let span = self
             .shared
-            .start_send(&subject, &mut headers, &payload)
-            .await;
+            .start_send(server, &subject, &mut headers, &payload);
         let sent = self
             .client
             .publish_with_reply_and_headers(subject, inbox.clone(), headers, payload)
@@ -584,10 +588,10 @@ impl TracedJetStream {
         publish: PublishMessage,
         payload: Bytes,
     ) -> Result<TracedPublishAck, async_nats::jetstream::context::PublishError> {
+        let server = self.shared.broker.resolve().await;
         let span = self
             .shared
-            .start_send(&subject, &mut headers, &payload)
-            .await;
+            .start_send(server, &subject, &mut headers, &payload);
         let mut publish = if payload.is_empty() {
             publish
         } else {

@@ -646,15 +646,25 @@ impl<A: Adapter> SpanOptions<A, DestinationPolicy> {
         mut links: Vec<Link>,
     ) -> LiveSpan {
         let destination = operation.destination.unwrap_or_default();
-        let inbound = self.extract_message(destination, carrier);
+        let mut inbound = self.extract_message(destination, carrier);
         let (mut attributes, metric_attributes) = operation.attributes();
         let current_span = current.span();
         let current_sc = current_span.span_context();
-        let (parent_cx, new_root) = match (parent, inbound.remote_span_context()) {
-            (ConsumerParent::Ambient, remote) if current_sc.is_valid() => {
+        // The message's span context (valid only when trusted) is read in place and cloned
+        // only where it becomes a link: a clone copies its tracestate, one allocation per
+        // member and two per member's text.
+        let remote_valid = inbound.parent.span().span_context().is_valid();
+        let remote = |inbound: &InboundContext| inbound.parent.span().span_context().clone();
+        let (parent_cx, new_root) = match parent {
+            ConsumerParent::Ambient if current_sc.is_valid() => {
                 // The span current now is the parent; the message's context a link (trusted
                 // or, as the policy says, linked only).
-                if let Some(sc) = remote.or_else(|| inbound.link.clone()) {
+                let link = if remote_valid {
+                    Some(remote(&inbound))
+                } else {
+                    inbound.link.take()
+                };
+                if let Some(sc) = link {
                     links.push(Link::with_context(sc));
                 }
                 let cx = match inbound.decision {
@@ -665,8 +675,8 @@ impl<A: Adapter> SpanOptions<A, DestinationPolicy> {
                 };
                 (cx, None)
             }
-            (ConsumerParent::Links, Some(remote)) => {
-                links.push(Link::with_context(remote));
+            ConsumerParent::Links if remote_valid => {
+                links.push(Link::with_context(remote(&inbound)));
                 // The message's baggage stays (the policy trusted it); its span does not parent
                 // (not even as an invalid span: a parent-based sampler would read that as an
                 // unsampled parent).
@@ -682,17 +692,16 @@ impl<A: Adapter> SpanOptions<A, DestinationPolicy> {
             }
             _ => {
                 let new_root = crate::new_root::cause_in(carrier, &inbound);
-                if let Some(link) = &inbound.link {
-                    links.push(Link::with_context(link.clone()));
+                if let Some(link) = inbound.link {
+                    links.push(Link::with_context(link));
                 }
                 (inbound.parent, new_root)
             }
         };
         attributes.extend(new_root);
         self.push_baggage_keys(&mut attributes, &parent_cx);
-        let ambient_parent = parent_cx.span().span_context() == current_sc;
         if current_sc.is_valid()
-            && !ambient_parent
+            && parent_cx.span().span_context() != current_sc
             && !links.iter().any(|l| l.span_context == *current_sc)
         {
             links.push(Link::with_context(current_sc.clone()));

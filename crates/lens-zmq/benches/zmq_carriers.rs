@@ -169,11 +169,7 @@ fn hand_span(tracer: &SdkTracer, conv: bool, size: usize) -> Context {
 }
 
 fn hand_consume_span(tracer: &SdkTracer, conv: bool, parent: &Context, size: usize) -> Context {
-    let mut builder = tracer.span_builder(if conv {
-        "process engine.requests"
-    } else {
-        "process"
-    });
+    let mut builder = tracer.span_builder(span_name("process", conv));
     builder.span_kind = Some(SpanKind::Consumer);
     if conv {
         builder.attributes = Some(conv_attributes("process", size));
