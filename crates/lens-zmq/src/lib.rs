@@ -58,8 +58,8 @@
 //! - Bad input never costs a message: a context frame or field that is not JSON, not a map,
 //!   not UTF-8 or over the limits is delivered all the same; its `process` span starts a new
 //!   trace and records why in `lens.trace.new_root`.
-//! - Feature `zmq` (off by default): [`Producer::send_multipart`] and
-//!   [`Consumer::recv_multipart`] on a `zmq::Socket` (libzmq 4.3, built from source by
+//! - Feature `zmq` (off by default): `Producer::send_multipart` and
+//!   `Consumer::recv_multipart` on a `zmq::Socket` (libzmq 4.3, built from source by
 //!   `zmq-sys`).
 //!
 //! docs/zeromq.md has the whole picture.
