@@ -16,7 +16,10 @@
 //! * `server_metrics`: `ServerLayer` with metrics off (the baseline), with `with_meter`, and with
 //!   the opt-in active requests and body sizes too, beside opentelemetry-instrumentation-tower
 //!   with traces and metrics; `client_metrics`: `ClientMiddleware` with metrics off and with
-//!   `with_meter`. Metrics on: each variant its own SDK meter provider with a periodic reader
+//!   `with_meter`; `client_body`: `ClientMiddleware` (its span lasts until the body is read)
+//!   against the same middleware with the span ended at the response head and the body
+//!   unwrapped (`support/head_end.rs`, the behaviour before), beside reqwest-middleware alone.
+//!   Metrics on: each variant its own SDK meter provider with a periodic reader
 //!   (`support/meters.rs`), so recording is measured, not exports.
 //!
 //! Criterion measures each variant in its own block; after each group the bench also runs the
@@ -102,6 +105,18 @@ const GROUPS: &[Group] = &[
             "lens_middleware",
         ],
         references: &["span_floor_middleware"],
+        rounds: ROUNDS,
+    },
+    Group {
+        name: "client_body",
+        build: loopback::client_variants,
+        variants: &[
+            "reqwest_middleware",
+            "lens_middleware_head_end",
+            "lens_middleware",
+        ],
+        // The span ended at the response head (the body unwrapped): what wrapping costs.
+        references: &["lens_middleware_head_end"],
         rounds: ROUNDS,
     },
     Group {
