@@ -253,23 +253,27 @@ fn per_frame(provider: &opentelemetry_sdk::trace::SdkTracerProvider) {
         "time/stream/{}: {unwrapped_ns:.1} ns per frame (median of {rounds} alternated rounds)",
         drivers[0].name
     );
+    // Against the unwrapped body, and lens against the round trip alone (lens's own share).
+    let round_trip = drivers.iter().position(|d| d.name == "round_trip");
     for i in 1..n {
         let (ns, ..) = median(seconds[i].iter().map(|s| s * 1e9).collect());
-        let (ratio, q1, q3) = median(
-            seconds[i]
-                .iter()
-                .zip(&seconds[0])
-                .map(|(t, u)| t / u)
-                .collect(),
-        );
-        println!(
-            "time/stream/{}: {ns:.1} ns per frame, {:.1}% of {}'s time per frame \
-             (median of {rounds} alternated rounds; quartiles {:.1}%..{:.1}%)",
-            drivers[i].name,
-            100.0 * ratio,
-            drivers[0].name,
-            100.0 * q1,
-            100.0 * q3,
-        );
+        for base in std::iter::once(0).chain(round_trip.filter(|&r| r < i)) {
+            let (ratio, q1, q3) = median(
+                seconds[i]
+                    .iter()
+                    .zip(&seconds[base])
+                    .map(|(t, u)| t / u)
+                    .collect(),
+            );
+            println!(
+                "time/stream/{}: {ns:.1} ns per frame, {:.1}% of {}'s time per frame \
+                 (median of {rounds} alternated rounds; quartiles {:.1}%..{:.1}%)",
+                drivers[i].name,
+                100.0 * ratio,
+                drivers[base].name,
+                100.0 * q1,
+                100.0 * q3,
+            );
+        }
     }
 }

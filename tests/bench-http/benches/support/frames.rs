@@ -1,9 +1,10 @@
 //! A streamed response without sockets, for the per-frame figures of `benches/allocations.rs`:
 //! the last reqwest middleware answers at once with a body of many small data frames (static
 //! bytes: the body itself allocates nothing per frame), which the caller reads with
-//! `Response::chunk()`, as a server-sent-events reader does. Three clients: reqwest-middleware
-//! alone (the body unwrapped), the span ended at the head (`support/head_end.rs`), and
-//! `ClientMiddleware` (the body in lens-span's `TracedBody`).
+//! `Response::chunk()`, as a server-sent-events reader does. Four clients: reqwest-middleware
+//! alone (the body unwrapped), the span ended at the head (`support/head_end.rs`), the body
+//! taken through `http::Response` and wrapped again without a span (reqwest's share of the
+//! wrapping), and `ClientMiddleware` (the body in lens-span's `TracedBody`).
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -76,6 +77,28 @@ impl reqwest_middleware::Middleware for Stream {
     }
 }
 
+/// The response's body taken through an `http::Response` and back, wrapped again in a
+/// `reqwest::Body` as `ClientMiddleware` does, without `TracedBody`: what reqwest's own layers
+/// cost per frame, apart from lens's.
+struct RoundTrip;
+
+#[async_trait::async_trait]
+impl reqwest_middleware::Middleware for RoundTrip {
+    async fn handle(
+        &self,
+        req: reqwest::Request,
+        extensions: &mut http::Extensions,
+        next: reqwest_middleware::Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        let res = next.run(req, extensions).await?;
+        let (parts, body) = http::Response::from(res).into_parts();
+        let body = reqwest::Body::wrap(body);
+        Ok(reqwest::Response::from(http::Response::from_parts(
+            parts, body,
+        )))
+    }
+}
+
 /// One client reading streamed responses: `run(frames)` sends one request and reads its
 /// response of `frames` data frames to the end.
 pub(crate) struct StreamDriver {
@@ -107,8 +130,8 @@ fn driver(
     }
 }
 
-/// reqwest-middleware alone (the body unwrapped), the span ended at the head, and
-/// `ClientMiddleware` (spans to `provider`; a sampled parent in every request's extensions).
+/// reqwest-middleware alone (the body unwrapped), the span ended at the head, the body's
+/// round trip through `http::Response` alone ([`RoundTrip`]), and `ClientMiddleware` (spans to `provider`; a sampled parent in every request's extensions).
 pub(crate) fn stream_drivers(provider: &SdkTracerProvider) -> Vec<StreamDriver> {
     use opentelemetry::trace::Tracer as _;
     let tracer = provider.tracer("bench-stream");
@@ -128,6 +151,11 @@ pub(crate) fn stream_drivers(provider: &SdkTracerProvider) -> Vec<StreamDriver> 
             build(Some(std::sync::Arc::new(head_end::HeadEndMiddleware::new(
                 provider.tracer("bench-stream"),
             )))),
+            parent.clone(),
+        ),
+        driver(
+            "round_trip",
+            build(Some(std::sync::Arc::new(RoundTrip))),
             parent.clone(),
         ),
         driver(
