@@ -49,8 +49,9 @@ const REQUESTS: usize = 2048;
 /// 2). With 100 rounds the median of the per-round ratios moved by about ±1.5 points from run to
 /// run; 196 narrow the sampling part of that (what the machine's speed does between runs remains).
 const ROUNDS: usize = 196;
-/// Rounds of the metrics groups and of `client_body`: they compare close variants (a target of 97%) and have fewer
-/// variants per round; four times the rounds halve the sampling error of the median.
+/// Rounds of the metrics groups and of `client_body`: they compare close variants (a target of
+/// 97%; the span ended at the head) and have fewer variants per round; four times the rounds
+/// halve the sampling error of the median.
 const METRICS_ROUNDS: usize = 4 * ROUNDS;
 /// Unmeasured requests per variant before anything is measured (connections, caches).
 const WARM_UP: usize = 4096;

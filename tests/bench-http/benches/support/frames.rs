@@ -131,7 +131,8 @@ fn driver(
 }
 
 /// reqwest-middleware alone (the body unwrapped), the span ended at the head, the body's
-/// round trip through `http::Response` alone ([`RoundTrip`]), and `ClientMiddleware` (spans to `provider`; a sampled parent in every request's extensions).
+/// round trip through `http::Response` alone ([`RoundTrip`]), and `ClientMiddleware` (spans to
+/// `provider`; a sampled parent in every request's extensions).
 pub(crate) fn stream_drivers(provider: &SdkTracerProvider) -> Vec<StreamDriver> {
     use opentelemetry::trace::Tracer as _;
     let tracer = provider.tracer("bench-stream");
