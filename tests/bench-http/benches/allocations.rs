@@ -6,6 +6,14 @@
 //! global allocator over the socket-free drivers of `support/drivers.rs` (every span sampled,
 //! batch span processor into a discarding exporter; metrics into the provider of
 //! `support/meters.rs`). Prints one line per driver, and what each adds to the bare service.
+//!
+//! Then the per-frame figures of a streamed response (`support/frames.rs`: a body of small
+//! data frames read with `Response::chunk()`), for the body unwrapped, the span ended at the
+//! head and `ClientMiddleware` (the body in `TracedBody`): allocations per request of one frame
+//! (not streamed) and per frame (the difference between responses of `FEW` and `MANY` frames),
+//! and the time per frame (the same difference, in alternated rounds; median with quartiles of
+//! the per-round ratio against the unwrapped body). The counting allocator only counts
+//! allocations: with none per frame, it costs nothing per frame.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -16,6 +24,8 @@
 
 #[path = "support/drivers.rs"]
 mod drivers;
+#[path = "support/frames.rs"]
+mod frames;
 #[path = "support/meters.rs"]
 mod meters;
 
@@ -165,6 +175,105 @@ fn main() {
             );
         }
     }
+    per_frame(&provider);
     let _ = provider.shutdown();
     let _ = meters.shutdown();
+}
+
+/// Frames of a short and of a long streamed response: per-frame figures are the difference.
+const FEW: usize = 2;
+const MANY: usize = FEW + 1024;
+/// Requests per measurement of the per-frame figures.
+const STREAMS: usize = 200;
+/// Alternated rounds of the per-frame time (rounded up to balance the drivers).
+const FRAME_ROUNDS: usize = 300;
+/// Requests per driver and round of the per-frame time.
+const ROUND_STREAMS: usize = 8;
+
+/// Allocations per request of `frames` data frames, over [`STREAMS`] requests.
+fn allocations_per_stream(driver: &mut frames::StreamDriver, frames: usize) -> f64 {
+    let a0 = ALLOCATIONS.load(Ordering::Relaxed);
+    for _ in 0..STREAMS {
+        (driver.run)(frames);
+    }
+    (ALLOCATIONS.load(Ordering::Relaxed) - a0) as f64 / STREAMS as f64
+}
+
+/// Seconds per frame of `driver`, from [`ROUND_STREAMS`] requests of [`FEW`] and of [`MANY`]
+/// frames.
+fn seconds_per_frame(driver: &mut frames::StreamDriver) -> f64 {
+    let time = |driver: &mut frames::StreamDriver, frames: usize| {
+        let start = std::time::Instant::now();
+        for _ in 0..ROUND_STREAMS {
+            (driver.run)(frames);
+        }
+        start.elapsed().as_secs_f64()
+    };
+    let few = time(driver, FEW);
+    let many = time(driver, MANY);
+    (many - few) / (ROUND_STREAMS * (MANY - FEW)) as f64
+}
+
+fn per_frame(provider: &opentelemetry_sdk::trace::SdkTracerProvider) {
+    use lens_testkit::order::{balanced_order, cycles_to_balance};
+    let mut drivers = frames::stream_drivers(provider);
+    for driver in &mut drivers {
+        for _ in 0..STREAMS {
+            (driver.run)(MANY);
+        }
+    }
+    let one = allocations_per_stream(&mut drivers[0], 1);
+    for driver in &mut drivers {
+        let single = allocations_per_stream(driver, 1);
+        let few = allocations_per_stream(driver, FEW);
+        let many = allocations_per_stream(driver, MANY);
+        println!(
+            "allocations/stream/{}: {single:.2} allocations per request of one frame \
+             (+{:.2} over unwrapped), {:.4} per frame (responses of {FEW} and {MANY} frames)",
+            driver.name,
+            single - one,
+            (many - few) / (MANY - FEW) as f64,
+        );
+    }
+    let n = drivers.len();
+    let rounds = FRAME_ROUNDS.next_multiple_of(cycles_to_balance(n));
+    let mut seconds: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); n];
+    for round in 0..rounds {
+        for k in 0..n {
+            let i = balanced_order(n, round, k);
+            seconds[i].push(seconds_per_frame(&mut drivers[i]));
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[v.len() / 2], v[v.len() / 4], v[3 * v.len() / 4])
+    };
+    let (unwrapped_ns, ..) = median(seconds[0].iter().map(|s| s * 1e9).collect());
+    println!(
+        "time/stream/{}: {unwrapped_ns:.1} ns per frame (median of {rounds} alternated rounds)",
+        drivers[0].name
+    );
+    // Against the unwrapped body, and lens against the round trip alone (lens's own share).
+    let round_trip = drivers.iter().position(|d| d.name == "round_trip");
+    for i in 1..n {
+        let (ns, ..) = median(seconds[i].iter().map(|s| s * 1e9).collect());
+        for base in std::iter::once(0).chain(round_trip.filter(|&r| r < i)) {
+            let (ratio, q1, q3) = median(
+                seconds[i]
+                    .iter()
+                    .zip(&seconds[base])
+                    .map(|(t, u)| t / u)
+                    .collect(),
+            );
+            println!(
+                "time/stream/{}: {ns:.1} ns per frame, {:.1}% of {}'s time per frame \
+                 (median of {rounds} alternated rounds; quartiles {:.1}%..{:.1}%)",
+                drivers[i].name,
+                100.0 * ratio,
+                drivers[base].name,
+                100.0 * q1,
+                100.0 * q3,
+            );
+        }
+    }
 }

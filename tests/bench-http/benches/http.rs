@@ -16,7 +16,10 @@
 //! * `server_metrics`: `ServerLayer` with metrics off (the baseline), with `with_meter`, and with
 //!   the opt-in active requests and body sizes too, beside opentelemetry-instrumentation-tower
 //!   with traces and metrics; `client_metrics`: `ClientMiddleware` with metrics off and with
-//!   `with_meter`. Metrics on: each variant its own SDK meter provider with a periodic reader
+//!   `with_meter`; `client_body`: `ClientMiddleware` (its span lasts until the body is read)
+//!   against the same middleware with the span ended at the response head and the body
+//!   unwrapped (`support/head_end.rs`, the behaviour before), beside reqwest-middleware alone.
+//!   Metrics on: each variant its own SDK meter provider with a periodic reader
 //!   (`support/meters.rs`), so recording is measured, not exports.
 //!
 //! Criterion measures each variant in its own block; after each group the bench also runs the
@@ -46,8 +49,9 @@ const REQUESTS: usize = 2048;
 /// 2). With 100 rounds the median of the per-round ratios moved by about ±1.5 points from run to
 /// run; 196 narrow the sampling part of that (what the machine's speed does between runs remains).
 const ROUNDS: usize = 196;
-/// Rounds of the metrics groups: they compare close variants (a target of 97%) and have fewer
-/// variants per round; four times the rounds halve the sampling error of the median.
+/// Rounds of the metrics groups and of `client_body`: they compare close variants (a target of
+/// 97%; the span ended at the head) and have fewer variants per round; four times the rounds
+/// halve the sampling error of the median.
 const METRICS_ROUNDS: usize = 4 * ROUNDS;
 /// Unmeasured requests per variant before anything is measured (connections, caches).
 const WARM_UP: usize = 4096;
@@ -103,6 +107,19 @@ const GROUPS: &[Group] = &[
         ],
         references: &["span_floor_middleware"],
         rounds: ROUNDS,
+    },
+    Group {
+        name: "client_body",
+        build: loopback::client_variants,
+        variants: &[
+            "reqwest_middleware",
+            "lens_middleware_head_end",
+            "lens_middleware",
+        ],
+        // The span ended at the response head (the body unwrapped): what wrapping costs.
+        references: &["lens_middleware_head_end"],
+        // Close variants, as the metrics groups: four times the rounds.
+        rounds: METRICS_ROUNDS,
     },
     Group {
         name: "client_metrics",

@@ -33,6 +33,8 @@ use opentelemetry_sdk::trace::{
 };
 use tokio::runtime::Runtime;
 
+#[path = "head_end.rs"]
+mod head_end;
 #[path = "meters.rs"]
 mod meters;
 #[path = "span_floor.rs"]
@@ -316,13 +318,16 @@ fn server_variant_named(rt: &'static Runtime, name: &str) -> Option<Variant> {
 /// * `span_floor_middleware`, `plain_client_middleware`: the span floor's middleware and the
 ///   plain conventions-following middleware (two references: `support/span_floor.rs`);
 /// * `lens_middleware`: with `ClientMiddleware`; `lens_middleware_metrics`: the same with
-///   `with_meter` (the request duration).
+///   `with_meter` (the request duration);
+/// * `lens_middleware_head_end`: `ClientMiddleware` as it was with its span ended at the response
+///   head, the body unwrapped (`support/head_end.rs`): what wrapping the body costs.
 pub(crate) const CLIENT_VARIANTS: &[&str] = &[
     "reqwest_middleware",
     "span_floor_middleware",
     "plain_client_middleware",
     "lens_middleware",
     "lens_middleware_metrics",
+    "lens_middleware_head_end",
 ];
 
 /// The client variants named in `names` (of [`CLIENT_VARIANTS`]; others are skipped), in that
@@ -355,6 +360,11 @@ pub(crate) fn client_variants(rt: &'static Runtime, names: &[&str]) -> Vec<Varia
                     if name == "lens_middleware_metrics" {
                         middleware = middleware.with_meter(variant_meters().meter("lens-reqwest"));
                     }
+                    (client_builder().with(middleware).build(), Some(provider))
+                }
+                "lens_middleware_head_end" => {
+                    let (tracer, provider) = self::tracer("lens-reqwest");
+                    let middleware = head_end::HeadEndMiddleware::new(tracer);
                     (client_builder().with(middleware).build(), Some(provider))
                 }
                 _ => return None,
