@@ -29,8 +29,8 @@ exporters into `lens watch`, and the propagation doctor (`lens check`) on live h
 them broken (behind Debian's nginx too). Scenarios and checks: docs/interop-with-python.md.
 
 --only SCENARIO runs one scenario: nccl, ray, http-python-first, http-rust-first,
-grpc-python-to-rust, grpc-rust-to-python, nats, zeromq, watch, doctor, doctor-rabbitmq, probe or
-http-stream (default: all).
+grpc-python-to-rust, grpc-rust-to-python, nats, zeromq, watch, doctor, doctor-rabbitmq, probe,
+probe-bleed or http-stream (default: all).
 The nats scenario needs `nats-server` on PATH (Debian's nats-server package); the doctor
 scenario's load-balancer pools need nginx (Debian's nginx package; skipped without it unless
 LENS_NGINX=require).

@@ -18,6 +18,12 @@ Endpoints (each answers with what it saw, `describe()` of the current Context):
   POST /start    {"baggage": [[k, v], ...]}: sets that baggage, POSTs {rust}/relay
   POST /relay    POSTs {rust}/leaf
   POST /leaf     calls nothing
+  POST /generate POSTs {rust}/leaf with a context-bleed bug written as users write it (the
+                 `probe-bleed` scenario): the handler keeps its request's context in a module-level
+                 variable (`_request_context`) for the client helper, awaits (the model's queue),
+                 then the helper attaches whatever that variable holds: under concurrency, the
+                 context of the last request to arrive, not its own
+  POST /generate_fixed  the same, the context taken from the request (the current context)
   POST /call     {"url": URL, "propagate": bool}: POSTs {} to URL through an aiohttp session of
                  its own; with "propagate": false the aiohttp instrumentation still records its
                  CLIENT span, but the W3C headers it injected are dropped before the request is
@@ -143,6 +149,28 @@ def main() -> int:
         rust = await call_rust("/leaf")
         return {"python_relay": seen, "rust": rust}
 
+    # ---- a context bleed (docs/probe.md#context-bleed): the `probe-bleed` scenario ----
+
+    async def call_rust_in(ctx, path: str) -> dict:
+        token = context.attach(ctx)
+        try:
+            return await call_rust(path)
+        finally:
+            context.detach(token)
+
+    @app.post("/generate")
+    async def generate() -> dict:
+        global _request_context
+        _request_context = context.get_current()
+        await asyncio.sleep(QUEUE_S)
+        # The bug: by now another request may have replaced the module-level context.
+        return {"rust": await call_rust_in(_request_context, "/leaf")}
+
+    @app.post("/generate_fixed")
+    async def generate_fixed() -> dict:
+        await asyncio.sleep(QUEUE_S)
+        return {"rust": await call_rust_in(context.get_current(), "/leaf")}
+
     @app.post("/leaf")
     async def leaf() -> dict:
         handled("/leaf")
@@ -203,6 +231,14 @@ def main() -> int:
 TOKENS = 5
 FIRST_TOKEN_S = 0.030
 TOKEN_GAP_S = 0.005
+
+
+# /generate's bug: the last request's context, kept for the client helper (module-level, shared
+# by every request the event loop serves).
+_request_context = None
+
+# /generate's wait before it calls on (a request queued for the model).
+QUEUE_S = 0.020
 
 
 class BaggageKeys(SpanProcessor):

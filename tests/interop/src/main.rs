@@ -56,6 +56,10 @@
 //!   -> reqwest (lens) -> FastAPI, every span into one `lens watch`; the proxy healthy, dropping
 //!   `tracestate`, re-parenting, or dropping every trace header: the probe names that hop and
 //!   what broke, and nothing else.
+//! * `probe-bleed`: `lens probe --repeat 20 --concurrency 4` through FastAPI (NeMo Lens) ->
+//!   aiohttp -> axum (lens), the FastAPI handler keeping its request's context in a module-level
+//!   variable for the aiohttp call: `context-bleed` on the Python -> Rust hop, exit 1; the same
+//!   handler taking the context from the request: no bleed, exit 0.
 //!
 //! Where docs/propagation-rules.md#differences-from-nemo-lens says lens differs, the check expects lens's documented behaviour and the
 //! scenario names the row. The last line is `interop: N passed, M failed`; the exit status is 1
@@ -74,6 +78,7 @@ mod http;
 mod nats;
 mod nccl;
 mod probe;
+mod probe_bleed;
 mod python;
 mod ray;
 mod rows;
@@ -93,7 +98,8 @@ use python::{PythonProcess, START_TIMEOUT};
 const USAGE: &str =
     "usage: lens-interop --python PYTHON --scripts DIR --out DIR [--lens LENS] [--only SCENARIO]
 scenarios: nccl, ray, http-python-first, http-rust-first, grpc-python-to-rust, grpc-rust-to-python,
-nats, zeromq, watch, doctor, doctor-rabbitmq, probe, http-stream (default: all; watch, doctor, doctor-rabbitmq and probe need --lens)";
+nats, zeromq, watch, doctor, doctor-rabbitmq, probe, probe-bleed, http-stream (default: all; watch, doctor, doctor-rabbitmq,
+probe and probe-bleed need --lens)";
 
 const SCENARIOS: &[&str] = &[
     "nccl",
@@ -108,6 +114,7 @@ const SCENARIOS: &[&str] = &[
     "doctor",
     "doctor-rabbitmq",
     "probe",
+    "probe-bleed",
     "http-stream",
 ];
 
@@ -267,7 +274,7 @@ async fn main() -> ExitCode {
         results.push(checks);
     }
     // The scenarios that run `lens watch` and `lens check`.
-    for name in ["watch", "doctor", "doctor-rabbitmq", "probe"] {
+    for name in ["watch", "doctor", "doctor-rabbitmq", "probe", "probe-bleed"] {
         if !wanted(name) {
             continue;
         }
@@ -287,6 +294,9 @@ async fn main() -> ExitCode {
             }
             (Some(lens), Ok(out)) if name == "doctor-rabbitmq" => {
                 doctor_rabbitmq::run(lens, python, scripts, &out, &mut checks).await
+            }
+            (Some(lens), Ok(out)) if name == "probe-bleed" => {
+                probe_bleed::run(lens, python, scripts, &out, &mut checks).await
             }
             (Some(lens), Ok(out)) => probe::run(lens, python, scripts, &out, &mut checks).await,
         };
