@@ -110,9 +110,21 @@ impl Drop for RabbitMq {
     fn drop(&mut self) {
         stop(&mut self.server);
         stop(&mut self.epmd);
+        // SIGKILL is delivered, not awaited: the Erlang VM may hold its listener a moment longer
+        // (longer on a loaded machine). Gone means the port refuses connections: wait for that,
+        // bounded, so that a node is really gone once dropped.
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// How long a dropped node may take to close its AMQP port.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Ends `child`'s process group (the start script, the Erlang VM and its helpers).
 fn stop(child: &mut Child) {
