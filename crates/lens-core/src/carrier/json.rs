@@ -1,10 +1,10 @@
 //! JSON encoding (Python `json.dumps`, docs/propagation-rules.md#json-byte-format) and strict, bounded decoding (docs/propagation-rules.md#carriers, docs/propagation-rules.md#limits)
 //! of the carrier.
 
+use super::last_wins::LastWins;
 use super::{CarrierError, Lines};
 use crate::Limits;
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 // ---------------------------------------------------------------------------------------------
 // Encoding
@@ -150,10 +150,6 @@ fn write_string(s: &str, out: &mut Vec<u8>) {
 // ---------------------------------------------------------------------------------------------
 // Decoding
 // ---------------------------------------------------------------------------------------------
-
-/// From this many keys on, duplicates are found through a hash index instead of a linear scan,
-/// so that work stays linear in the input.
-const INDEX_FROM: usize = 16;
 
 /// Parses a JSON carrier: see [`super::Carrier::from_json_bytes_with_limits`].
 pub(super) fn parse_carrier(
@@ -367,37 +363,14 @@ impl<'a> Parser<'a> {
 
     /// Parses the top-level object into the carrier's entries.
     fn top_object(&mut self) -> Result<Vec<(String, Lines)>, CarrierError> {
-        let mut slots: Vec<(String, Slot)> = Vec::new();
-        let mut index: Option<HashMap<String, usize>> = None;
+        let mut slots: LastWins<Slot> = LastWins::with_capacity(0);
         self.object_members(|p, key| {
             let slot = p.member_value()?;
-            // Python dict semantics: the last value wins, at the key's first position.
-            let existing = match &index {
-                Some(map) => map.get(key.as_ref()).copied(),
-                None => slots.iter().position(|(k, _)| *k == key),
-            };
-            match existing {
-                Some(i) => slots[i].1 = slot,
-                None => {
-                    let key = key.into_owned();
-                    if let Some(map) = &mut index {
-                        map.insert(key.clone(), slots.len());
-                    }
-                    slots.push((key, slot));
-                    if index.is_none() && slots.len() >= INDEX_FROM {
-                        index = Some(
-                            slots
-                                .iter()
-                                .enumerate()
-                                .map(|(i, (k, _))| (k.clone(), i))
-                                .collect(),
-                        );
-                    }
-                }
-            }
+            slots.insert(key, slot);
             Ok(())
         })?;
         Ok(slots
+            .into_entries()
             .into_iter()
             .filter_map(|(k, slot)| match slot {
                 Slot::Lines(lines) if !lines.is_empty() => Some((k, lines)),

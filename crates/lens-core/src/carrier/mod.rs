@@ -9,6 +9,7 @@
 
 mod header;
 pub(crate) mod json;
+mod last_wins;
 mod map;
 #[cfg(feature = "serde")]
 mod serde_impl;

@@ -9,11 +9,12 @@
 //! UTF-8 (a format such as msgpack may hand over such a string as bytes), or when it is larger
 //! than [`Limits::carrier_bytes`] counted as its JSON encoding's size (strings unescaped).
 
+use super::last_wins::LastWins;
 use super::{Carrier, CarrierError, Lines as Stored};
 use crate::Limits;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use std::collections::HashMap;
+use std::borrow::Cow;
 use std::fmt;
 
 /// One line or several, serialized as a string or an array of strings.
@@ -202,18 +203,13 @@ impl<'de> Deserialize<'de> for Value {
     }
 }
 
-/// From this many keys on, duplicates are found through a hash index (the JSON parser's rule).
-const INDEX_FROM: usize = 16;
-
 /// Reads a map into a carrier within `limits`, consuming the whole map whatever it holds: a
 /// rejection is the inner `Err`, so that the data around the map still decodes.
 fn read_map<'de, A: MapAccess<'de>>(
     mut map: A,
     limits: &Limits,
 ) -> Result<Result<Carrier, CarrierError>, A::Error> {
-    let mut slots: Vec<(String, Option<Stored>)> =
-        Vec::with_capacity(map.size_hint().unwrap_or(0).min(INDEX_FROM));
-    let mut index: Option<HashMap<String, usize>> = None;
+    let mut slots: LastWins<Option<Stored>> = LastWins::with_capacity(map.size_hint().unwrap_or(0));
     // The JSON encoding's size, strings unescaped: `{}`, then per member `"k": v` and `, `.
     let mut size = 2usize;
     let mut rejected: Option<CarrierError> = None;
@@ -257,34 +253,13 @@ fn read_map<'de, A: MapAccess<'de>>(
             });
             continue;
         }
-        // Python dict semantics: the last value wins, at the key's first position.
-        let existing = match &index {
-            Some(map) => map.get(&key).copied(),
-            None => slots.iter().position(|(k, _)| *k == key),
-        };
-        match existing {
-            Some(i) => slots[i].1 = lines,
-            None => {
-                if let Some(map) = &mut index {
-                    map.insert(key.clone(), slots.len());
-                }
-                slots.push((key, lines));
-                if index.is_none() && slots.len() >= INDEX_FROM {
-                    index = Some(
-                        slots
-                            .iter()
-                            .enumerate()
-                            .map(|(i, (k, _))| (k.clone(), i))
-                            .collect(),
-                    );
-                }
-            }
-        }
+        slots.insert(Cow::Owned(key), lines);
     }
     if let Some(error) = rejected {
         return Ok(Err(error));
     }
     let entries = slots
+        .into_entries()
         .into_iter()
         .filter_map(|(k, lines)| lines.map(|l| (k, l)))
         .collect();
