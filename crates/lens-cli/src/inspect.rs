@@ -219,7 +219,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
     };
     let inspections = match inspections {
         Ok(inspections) => inspections,
-        Err(Usage(message)) => return crate::cli::usage_error("inspect", message),
+        Err(Usage(message)) => return crate::usage::usage_error("inspect", message),
     };
     let mut out = String::new();
     for (i, inspection) in inspections.iter().enumerate() {

@@ -40,9 +40,10 @@ use lens_watch::diagnose::{Finding, Severity};
 use lens_watch::render::{self, Output, TraceView};
 use lens_watch::session::{Completed, Session, SessionConfig};
 
-use crate::cli::{runtime, usage_error};
 use crate::flags::{Colour, ColourFlag, JsonFlag};
 use crate::hops::HOP_NAMES;
+use crate::runtime::runtime;
+use crate::usage::usage_error;
 use sdk::FromSdk;
 
 /// The foot of the `--html` page.

@@ -18,7 +18,8 @@ use lens_watch::session::{Session, SessionConfig};
 use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator};
 use tokio::sync::mpsc;
 
-use crate::cli::{USAGE_ERROR, runtime, usage_error};
+use crate::runtime::runtime;
+use crate::usage::{USAGE_ERROR, usage_error};
 use send::{Request, Target};
 
 mod send;

@@ -22,10 +22,11 @@ use lens_watch::render::Output;
 use lens_watch::session::{Session, SessionConfig};
 use tokio::sync::mpsc;
 
-use crate::cli::{runtime, usage_error};
 use crate::files::{self, Source};
 use crate::flags::{Bounds, ColourFlag, DoctorFlags, JsonFlag, bind_receiver};
 use crate::hops::HOP_NAMES;
+use crate::runtime::runtime;
+use crate::usage::usage_error;
 use stop::{Signals, stop_at_once};
 use terminal::Terminal;
 
