@@ -26,12 +26,17 @@ use opentelemetry::trace::TraceId;
 
 pub(crate) mod collect;
 mod durations;
+mod error;
+mod hop;
 mod otlp;
 mod queue;
 mod sdk;
+mod step;
 mod stream;
 mod topology;
+mod trainer;
 mod training;
+mod web;
 
 use collect::{CollectedSpan, Collector};
 use lens_watch::assemble::Config;
@@ -77,7 +82,9 @@ fn session(spans: &[CollectedSpan]) -> (Session, Vec<Completed>) {
 fn views<'a>(session: &'a Session, done: &[Completed]) -> Vec<TraceView<'a>> {
     done.iter().filter_map(|c| session.view_of(c)).collect()
 }
-use topology::{Demo, DemoError, Hop};
+use error::DemoError;
+use hop::Hop;
+use topology::Demo;
 
 /// `lens demo`: one traced request through a small AI system, all in this process.
 #[derive(Debug, clap::Args)]
