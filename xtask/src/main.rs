@@ -15,6 +15,8 @@
 mod fuzz;
 mod gpu;
 mod interop;
+#[cfg(test)]
+mod layout;
 mod mutants;
 mod public_api;
 #[cfg(test)]

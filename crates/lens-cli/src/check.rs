@@ -11,10 +11,10 @@ use lens_watch::model::TraceId;
 use lens_watch::render::Output;
 use lens_watch::session::{ListFilter, Session, SessionConfig};
 
-use crate::cli::USAGE_ERROR;
 use crate::files;
 use crate::flags::{Bounds, ColourFlag, DoctorFlags, JsonFlag};
 use crate::hops::HOP_NAMES;
+use crate::usage::USAGE_ERROR;
 
 /// `lens check`: the traces of OTLP/JSON files.
 #[derive(Debug, clap::Args)]

@@ -1,32 +1,11 @@
-//! The `lens` command line: its commands, how they start (the async runtime), and how a usage
-//! error found after parsing is reported.
+//! The `lens` command line: its commands, and the dispatch of each to the module that runs it.
 
-use std::fmt::Display;
 use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::{CommandFactory as _, Parser, Subcommand};
 
-use crate::{check, demo, inspect, probe, w3c_service, watch};
-
-/// The multi-threaded tokio runtime a command runs on; `None` (with the reason printed) when
-/// it cannot start.
-pub(crate) fn runtime() -> Option<tokio::runtime::Runtime> {
-    // Two workers at least: `lens watch` answers a second Ctrl-C from a task of its own while
-    // another is held up writing to a slow standard output.
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
-    match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => Some(runtime),
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            None
-        }
-    }
-}
+use crate::{check, demo, inspect, probe, usage, w3c_service, watch};
 
 /// `lens -V`: the package version and, where known, the first 12 digits of the commit
 /// (build.rs).
@@ -90,6 +69,7 @@ enum Command {
 pub(crate) fn main() -> ExitCode {
     // Usage errors exit 2 (help and --version exit 0), before any work starts.
     let cli = Cli::parse();
+    usage::register(Cli::command);
     match cli.command {
         Command::Inspect(args) => inspect::main(args),
         Command::Demo(args) => demo::main(args),
@@ -110,22 +90,6 @@ pub(crate) fn main() -> ExitCode {
             }
         }
     }
-}
-
-/// Exit status for a command-line (usage) error.
-pub(crate) const USAGE_ERROR: u8 = 2;
-
-/// Reports a usage error found after parsing (`lens SUBCOMMAND ...`) the way clap reports its
-/// own: one message, the usage line and a hint; exit status 2.
-pub(crate) fn usage_error(subcommand: &str, message: impl Display) -> ExitCode {
-    let mut command = Cli::command();
-    command.build();
-    let error = match command.find_subcommand_mut(subcommand) {
-        Some(sub) => sub.error(clap::error::ErrorKind::ValueValidation, message),
-        None => command.error(clap::error::ErrorKind::ValueValidation, message),
-    };
-    let _ = error.print();
-    ExitCode::from(USAGE_ERROR)
 }
 
 #[cfg(test)]

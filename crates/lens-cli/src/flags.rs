@@ -4,7 +4,7 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use crate::cli::USAGE_ERROR;
+use crate::usage::USAGE_ERROR;
 
 /// `--json`, `--json=true` or `--json=false` (and clap's other boolish words): a switch that
 /// scripts can also pass a value to. Each command sets its own help with `mut_arg("json", ...)`.
@@ -158,7 +158,7 @@ or an OpenTelemetry Collector may be running; stop it or pass {flag} with anothe
             } else {
                 format!("cannot listen on {addr} ({flag}): {e}")
             };
-            crate::cli::usage_error(command, message)
+            crate::usage::usage_error(command, message)
         })
 }
 

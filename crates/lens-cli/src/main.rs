@@ -27,6 +27,8 @@ mod flags;
 mod hops;
 mod inspect;
 mod probe;
+mod runtime;
+mod usage;
 mod w3c_service;
 mod watch;
 

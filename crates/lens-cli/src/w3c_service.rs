@@ -45,7 +45,7 @@ pub(crate) struct Args {
 /// Runs `lens w3c-service`.
 pub(crate) fn main(args: Args) -> ExitCode {
     let addr = args.listen;
-    let Some(runtime) = crate::cli::runtime() else {
+    let Some(runtime) = crate::runtime::runtime() else {
         return ExitCode::FAILURE;
     };
     match runtime.block_on(serve(addr)) {
@@ -142,8 +142,6 @@ async fn handle(client: &ClientWithMiddleware, method: &Method, body: &[u8]) -> 
 mod tests {
     use std::net::SocketAddr;
 
-    use clap::CommandFactory as _;
-
     use super::DEFAULT_LISTEN;
 
     /// The port the official W3C harness binds (test.py: `HARNESS_PORT`, default 7777).
@@ -160,11 +158,10 @@ mod tests {
             HARNESS_PORT,
             "the harness binds {HARNESS_PORT} itself"
         );
-        let mut command = crate::cli::Cli::command();
-        let help = command
-            .find_subcommand_mut("w3c-service")
-            .map(|c| c.render_long_help().to_string())
-            .unwrap_or_default();
+        // The command's own definition: the dispatcher above it is not imported from here.
+        let mut command =
+            <super::Args as clap::Args>::augment_args(clap::Command::new("w3c-service"));
+        let help = command.render_long_help().to_string();
         assert!(
             help.contains(&format!("default: {DEFAULT_LISTEN}")),
             "usage must name the default: {help}"

@@ -8,7 +8,7 @@ use std::time::Duration;
 use opentelemetry::Key;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
 
-use super::topology::Hop;
+use super::hop::Hop;
 
 /// The calling side's duration histograms, the first recorded wins: HTTP, then gRPC's current
 /// conventions, then the older ones (`OTEL_SEMCONV_STABILITY_OPT_IN` decides which exist).

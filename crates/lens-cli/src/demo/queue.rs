@@ -18,11 +18,8 @@ use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::SdkTracer;
 
 use super::collect::Service;
-use super::topology::{DemoError, Hop};
-
-/// The subject the rollout jobs go to, before the run's suffix; the queue hop's name in
-/// `--break trainer->rollout.jobs`.
-pub(crate) const ROLLOUT_JOBS: &str = "rollout.jobs";
+use super::error::DemoError;
+use super::hop::{Hop, ROLLOUT_JOBS};
 
 /// lens-nats's instrumentation scope (its default tracer's name).
 const NATS_SCOPE: &str = "lens-nats";

@@ -25,7 +25,8 @@ use opentelemetry::Context;
 use reqwest_middleware::ClientWithMiddleware;
 
 use super::collect::Service;
-use super::topology::{DemoError, serve_http};
+use super::error::DemoError;
+use super::web::serve_http;
 
 /// Tokens the engine generates per request.
 pub(super) const TOKENS: usize = 8;

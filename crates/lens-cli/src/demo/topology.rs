@@ -12,158 +12,31 @@
 //! Each service has its own tracer provider (its own `service.name`); all export into one
 //! [`Collector`].
 
-use std::convert::Infallible;
-use std::future::Future;
-use std::net::SocketAddr;
-use std::pin::Pin;
-use std::task::{Context as TaskContext, Poll};
-
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
-use axum::serve::ListenerExt as _;
 use axum::{Json, Router};
 use lens_axum::{RequestContext, ServerLayer as HttpServerLayer};
 use lens_core::LensContextExt;
-use lens_dist::DistError;
-use lens_reqwest::{ClientMiddleware, FilterDecision};
-use lens_tonic::{ClientLayer, ClientService, JsonCodec, ServerLayer};
+use lens_tonic::{ClientLayer, ClientService, JsonCodec};
 use opentelemetry::context::FutureExt as _;
 use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, TraceId, Tracer as _};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::SdkTracer;
 use reqwest_middleware::ClientWithMiddleware;
 use serde::{Deserialize, Serialize};
-use tonic::body::Body;
-use tonic::server::{NamedService, UnaryService};
 use tonic::transport::{Channel, Endpoint};
 use tower_layer::Layer as _;
 
 use super::collect::{Collector, Service};
-use super::queue::{ROLLOUT_JOBS, RolloutJobs};
+use super::error::DemoError;
+use super::hop::Hop;
+use super::queue::RolloutJobs;
+use super::step::{RANKS, StepContext};
 use super::stream::StreamGenerate;
-use super::training::{remote_generate, train_step};
+use super::trainer::{STEP_PATH, StepReply, StepRequest, Trainer, serve_trainer};
+use super::web::{post_json, serve_http, traced_client};
 use crate::hops::BROADCAST_SCOPE;
-
-/// Pipeline ranks of the training step.
-pub(crate) const RANKS: usize = 4;
-
-/// The gRPC service and method of the trainer.
-const TRAINER_SERVICE: &str = "lens.demo.Trainer";
-const STEP_PATH: &str = "/lens.demo.Trainer/Step";
-
-/// Size of the activations handed from stage to stage.
-pub(super) const ACTIVATIONS: usize = 4096;
-
-/// A hop of the demo that `lens demo --break HOP` sends without context: a client or producer
-/// span (lens-reqwest's, lens-tonic's, lens-nats's) whose request or message goes out with no
-/// `traceparent`, as from a client that records spans but does not inject. The other hops (the
-/// remote call, the broadcast, the pipeline's links) carry their context in the payload, with no
-/// client span for the doctor to pair a new root with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Hop {
-    /// The driver's reqwest call to the gateway (HTTP).
-    DemoToGateway,
-    /// The gateway's reqwest call to the planner (HTTP).
-    GatewayToPlanner,
-    /// The planner's gRPC call to the trainer (tonic).
-    PlannerToTrainer,
-    /// The trainer's rollout job to the rollout worker over NATS (`--nats` only).
-    TrainerToRolloutJobs,
-}
-
-impl Hop {
-    /// Every hop that can be broken, in the order a request crosses them.
-    pub(crate) const ALL: [Hop; 4] = [
-        Hop::DemoToGateway,
-        Hop::GatewayToPlanner,
-        Hop::PlannerToTrainer,
-        Hop::TrainerToRolloutJobs,
-    ];
-
-    /// The sending service and what it sends to: the called service, or the queue.
-    pub(crate) fn ends(self) -> (&'static str, &'static str) {
-        match self {
-            Hop::DemoToGateway => ("lens-demo", "gateway"),
-            Hop::GatewayToPlanner => ("gateway", "planner"),
-            Hop::PlannerToTrainer => ("planner", "trainer"),
-            Hop::TrainerToRolloutJobs => ("trainer", ROLLOUT_JOBS),
-        }
-    }
-
-    /// The sending and the receiving service.
-    pub(crate) fn services(self) -> (&'static str, &'static str) {
-        match self {
-            Hop::TrainerToRolloutJobs => ("trainer", "rollout-worker"),
-            other => other.ends(),
-        }
-    }
-
-    /// Whether the hop exists only with `--nats`.
-    pub(crate) fn needs_nats(self) -> bool {
-        self == Hop::TrainerToRolloutJobs
-    }
-
-    /// `from->to`, as `--break` takes it.
-    pub(crate) fn name(self) -> String {
-        let (from, to) = self.ends();
-        format!("{from}->{to}")
-    }
-
-    /// The hop named `from->to` (spaces around the arrow allowed).
-    pub(crate) fn parse(value: &str) -> Option<Hop> {
-        let (from, to) = value.split_once("->")?;
-        Hop::ALL
-            .into_iter()
-            .find(|hop| hop.ends() == (from.trim(), to.trim()))
-    }
-
-    /// The client filter of the calling side: a span for every request, context injected
-    /// unless this is the broken hop.
-    fn filter(broken: Option<Hop>, hop: Hop) -> FilterDecision {
-        FilterDecision {
-            span: true,
-            inject: broken != Some(hop),
-        }
-    }
-}
-
-/// What can go wrong while the demo runs.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub(crate) enum DemoError {
-    /// A demo server could not listen on 127.0.0.1.
-    #[error("cannot listen on 127.0.0.1: {0}")]
-    Bind(#[from] std::io::Error),
-    /// An HTTP call failed.
-    #[error("HTTP call to {service} failed: {message}")]
-    Http {
-        /// The called service.
-        service: &'static str,
-        /// What failed.
-        message: String,
-    },
-    /// The gRPC call to the trainer failed.
-    #[error("gRPC call to the trainer failed: {0}")]
-    Grpc(#[from] tonic::Status),
-    /// The trace-context broadcast between ranks failed.
-    #[error("broadcast between ranks failed: {0}")]
-    Dist(#[from] DistError),
-    /// The gRPC channel to the trainer could not be set up.
-    #[error("gRPC channel: {0}")]
-    Channel(String),
-    /// The trainer could not publish its rollout job, or the worker could not subscribe.
-    #[error("NATS: {0}")]
-    Nats(String),
-    /// A pipeline rank failed.
-    #[error("pipeline rank {rank}: {message}")]
-    Rank {
-        /// The rank.
-        rank: usize,
-        /// What failed.
-        message: String,
-    },
-}
 
 /// The demo's request body and every reply up the chain.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -177,23 +50,6 @@ pub(crate) struct TrainReply {
     pub(crate) trace_id: String,
     pub(crate) loss: f64,
     pub(crate) tokens: usize,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct StepRequest {
-    prompt: String,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct StepReply {
-    loss: f64,
-    tokens: usize,
-}
-
-/// The keyword arguments of the Ray-style remote call.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(super) struct GenerateArgs {
-    pub(super) prompt: String,
 }
 
 /// All services, started; [`Demo::request`] sends one request through them.
@@ -348,57 +204,6 @@ impl Demo {
     }
 }
 
-/// `service`'s reqwest client: lens-reqwest's spans and metrics, `filter` on every request.
-fn traced_client(service: &Service, filter: FilterDecision) -> ClientWithMiddleware {
-    reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
-        .with(
-            ClientMiddleware::new()
-                .with_tracer(service.tracer("lens-reqwest"))
-                .with_meter(service.meter("lens-reqwest"))
-                .with_filter(move |_: &reqwest::Request| filter),
-        )
-        .build()
-}
-
-async fn post_json<B: Serialize, R: for<'de> Deserialize<'de>>(
-    client: &ClientWithMiddleware,
-    service: &'static str,
-    url: &str,
-    body: &B,
-    cx: Context,
-) -> Result<R, DemoError> {
-    let http = |message: String| DemoError::Http { service, message };
-    let response = client
-        .post(url)
-        .json(body)
-        .with_extension(cx)
-        .send()
-        .await
-        .map_err(|e| http(e.to_string()))?;
-    let status = response.status();
-    if !status.is_success() {
-        let text = response.text().await.unwrap_or_default();
-        return Err(http(format!("{status}: {text}")));
-    }
-    response.json().await.map_err(|e| http(e.to_string()))
-}
-
-pub(super) async fn serve_http(app: Router) -> Result<SocketAddr, DemoError> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    tokio::spawn(async move {
-        let _ = axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .await;
-    });
-    Ok(addr)
-}
-
 // ---- gateway ----
 
 #[derive(Clone)]
@@ -461,109 +266,4 @@ async fn plan(
         .map_err(internal)
     };
     call.with_context(request.into_context()).await.map(Json)
-}
-
-// ---- trainer ----
-
-/// The tracers a training step uses.
-#[derive(Clone)]
-pub(super) struct StepContext {
-    pub(super) trainer: SdkTracer,
-    pub(super) worker: SdkTracer,
-    pub(super) ranks: Vec<SdkTracer>,
-    /// With `--nats`: where the trainer publishes a rollout job after each step.
-    pub(super) rollout_jobs: Option<RolloutJobs>,
-    /// With `--stream`: the streaming hop to the rollout worker.
-    pub(super) stream: Option<StreamGenerate>,
-}
-
-#[derive(Clone)]
-struct Trainer {
-    step: StepContext,
-}
-
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-
-impl NamedService for Trainer {
-    const NAME: &'static str = TRAINER_SERVICE;
-}
-
-impl tower_service::Service<http::Request<Body>> for Trainer {
-    type Response = http::Response<Body>;
-    type Error = Infallible;
-    type Future = BoxFuture<Result<http::Response<Body>, Infallible>>;
-
-    fn poll_ready(&mut self, _: &mut TaskContext<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        // The lens server layer made the SERVER span current for this call.
-        let step = Step {
-            tracers: self.step.clone(),
-            cx: Context::current(),
-        };
-        match request.uri().path() {
-            STEP_PATH => Box::pin(async move {
-                let mut grpc = tonic::server::Grpc::new(JsonCodec::<StepReply, StepRequest>::new());
-                Ok(grpc.unary(step, request).await)
-            }),
-            _ => Box::pin(
-                async move { Ok(tonic::Status::unimplemented("no such method").into_http()) },
-            ),
-        }
-    }
-}
-
-#[derive(Clone)]
-struct Step {
-    tracers: StepContext,
-    /// The Context of the call (its SERVER span).
-    cx: Context,
-}
-
-impl UnaryService<StepRequest> for Step {
-    type Response = StepReply;
-    type Future = BoxFuture<Result<tonic::Response<StepReply>, tonic::Status>>;
-
-    fn call(&mut self, request: tonic::Request<StepRequest>) -> Self::Future {
-        let cx = self.cx.clone();
-        let tracers = self.tracers.clone();
-        let prompt = request.into_inner().prompt;
-        Box::pin(async move {
-            let job = tracers.rollout_jobs.as_ref().map(|_| prompt.clone());
-            let mut tokens = remote_generate(&tracers.worker, &cx, prompt.clone()).await?;
-            if let Some(stream) = &tracers.stream {
-                tokens = stream
-                    .generate(&cx, &prompt)
-                    .await
-                    .map_err(tonic::Status::unavailable)?;
-            }
-            let loss = train_step(&tracers, &cx, tokens).await?;
-            if let (Some(jobs), Some(job)) = (&tracers.rollout_jobs, job) {
-                jobs.publish(&cx, &job)
-                    .await
-                    .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
-            }
-            Ok(tonic::Response::new(StepReply { loss, tokens }))
-        })
-    }
-}
-
-async fn serve_trainer(
-    trainer: Trainer,
-    tracer: SdkTracer,
-    meter: opentelemetry::metrics::Meter,
-) -> Result<SocketAddr, DemoError> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    // Without TCP_NODELAY, the response trailers can wait for a delayed ACK (tens of ms).
-    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-    tokio::spawn(async move {
-        let _ = tonic::transport::Server::builder()
-            .layer(ServerLayer::new().with_tracer(tracer).with_meter(meter))
-            .serve_with_incoming(trainer, incoming)
-            .await;
-    });
-    Ok(addr)
 }

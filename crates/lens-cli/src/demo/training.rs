@@ -12,7 +12,8 @@ use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer as _};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::SdkTracer;
 
-use super::topology::{ACTIVATIONS, DemoError, GenerateArgs, RANKS, StepContext};
+use super::error::DemoError;
+use super::step::{ACTIVATIONS, GenerateArgs, RANKS, StepContext};
 
 /// The Ray-style remote call: the trainer dispatches `RolloutWorker.generate` with the current
 /// context in `_otel_carrier`; the call crosses as JSON bytes; the worker runs it in a span whose

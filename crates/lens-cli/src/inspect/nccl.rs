@@ -13,7 +13,8 @@ use lens_nccl::{FRAME_HEADER_LEN, FRAME_MAGIC, FrameCodec, serialize_context_fro
 
 use serde_json::json;
 
-use super::{Inspection, Kind, Rejection, baggage, shown, traceparent, tracestate};
+use super::headers::{Kind, baggage, traceparent, tracestate};
+use super::inspection::{Inspection, Rejection, shown};
 
 /// NCCL bytes found in a command-line value.
 #[derive(Debug, PartialEq, Eq)]

@@ -6,13 +6,11 @@
 //! only writer: `--save`, assembly, the doctor) → the terminal ([`terminal`]) and the page's
 //! API ([`page`]). A stop ([`stop`]) drains what was accepted first.
 
-use std::fs::File;
-use std::io::{BufWriter, Read as _, Seek as _, SeekFrom, Write as _};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use lens_watch::assemble::Config;
@@ -22,15 +20,22 @@ use lens_watch::render::Output;
 use lens_watch::session::{Session, SessionConfig};
 use tokio::sync::mpsc;
 
-use crate::cli::{runtime, usage_error};
-use crate::files::{self, Source};
+use crate::files::Source;
 use crate::flags::{Bounds, ColourFlag, DoctorFlags, JsonFlag, bind_receiver};
 use crate::hops::HOP_NAMES;
+use crate::runtime::runtime;
+use crate::usage::usage_error;
+use load::{load, open_loads};
+use save::{Save, append, open_save};
 use stop::{Signals, stop_at_once};
-use terminal::Terminal;
+use store::Store;
+use terminal::{Shown, Terminal};
 
+mod load;
 mod page;
+mod save;
 mod stop;
+mod store;
 mod terminal;
 
 /// `lens watch`: an OTLP receiver that shows every trace as it completes.
@@ -132,88 +137,6 @@ fn seconds(value: &str) -> Result<Duration, String> {
 /// Batches waiting for the session; a full channel holds the receivers back.
 const CHANNEL: usize = 256;
 
-/// The session, shared by its one writer (the task that takes the batches) and the page's
-/// readers.
-#[derive(Clone, Debug)]
-pub(crate) struct Store(Arc<Mutex<Session>>);
-
-impl Store {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Session> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// The save file: shared with [`stop_at_once`] during a stop.
-pub(crate) type Save = Option<(PathBuf, BufWriter<File>)>;
-
-/// Opens the --save file for appending (created if need be). A file that ends mid-line (a run
-/// killed while writing) is mended first, so that the lines appended are whole and readable
-/// after it: a last line that is a whole request gets its newline; one that is not (cut off) is
-/// cut away, and said.
-fn open_save(path: &Path) -> std::io::Result<BufWriter<File>> {
-    let mut file = File::options()
-        .create(true)
-        .append(true)
-        .read(true)
-        .open(path)?;
-    let len = file.metadata()?.len();
-    // Where the last line starts: after the last newline, searched for from the end.
-    let mut start = len;
-    let mut chunk = vec![0u8; 64 * 1024];
-    while start > 0 {
-        let at = start.saturating_sub(chunk.len() as u64);
-        let chunk = &mut chunk[..(start - at) as usize];
-        file.seek(SeekFrom::Start(at))?;
-        file.read_exact(chunk)?;
-        if let Some(newline) = chunk.iter().rposition(|b| *b == b'\n') {
-            start = at + newline as u64 + 1;
-            break;
-        }
-        start = at;
-        if len - start > files::MAX_RECORD as u64 {
-            // Longer than any line read back: ended, and left for the reader to report.
-            file.write_all(b"\n")?;
-            return Ok(BufWriter::new(file));
-        }
-    }
-    if start < len {
-        let mut last = Vec::new();
-        file.seek(SeekFrom::Start(start))?;
-        (&mut file)
-            .take(files::MAX_RECORD as u64 + 1)
-            .read_to_end(&mut last)?;
-        if lens_watch::decode::decode_json(&last).is_ok() {
-            file.write_all(b"\n")?;
-        } else {
-            let cut = len - start;
-            eprintln!(
-                "warning: the --save file {} ends mid-line (a run cut off while writing): the \
-{cut} bytes of that last line cannot be read and are cut away, so that what is appended reads \
-back",
-                path.display()
-            );
-            file.set_len(start)?;
-        }
-    }
-    Ok(BufWriter::new(file))
-}
-
-/// Opens the --load files, each once (a file given twice, or by two names, is read once);
-/// the message of a usage error when one cannot be opened.
-fn open_loads(files: &[String]) -> Result<Vec<Source>, String> {
-    let mut seen = Vec::new();
-    let mut sources = Vec::new();
-    for file in files {
-        let id = std::fs::canonicalize(file).unwrap_or_else(|_| PathBuf::from(file));
-        if seen.contains(&id) {
-            continue;
-        }
-        seen.push(id);
-        sources.push(files::open(file).map_err(|e| format!("--load: {e}"))?);
-    }
-    Ok(sources)
-}
-
 /// Runs `lens watch`.
 pub(crate) fn main(args: Args) -> ExitCode {
     // The --save file first: `--save F --load F` on a first run finds F, empty.
@@ -277,15 +200,6 @@ pub(crate) fn main(args: Args) -> ExitCode {
     code
 }
 
-/// What the terminal shows of each trace.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Shown {
-    /// The waterfall or JSON.
-    pub(crate) output: Output,
-    /// Each span's log records under it (`--logs`).
-    pub(crate) logs: bool,
-}
-
 /// Why the loop stopped taking batches.
 enum Ended {
     /// A signal: drain what was accepted, then stop.
@@ -333,7 +247,7 @@ async fn run(
     // appended to --save, which may be one of them) are not read back.
     let mut session = Session::new(config);
     let loaded = load(sources, &mut session);
-    let store = Store(Arc::new(Mutex::new(session)));
+    let store = Store::new(session);
     let (sender, mut batches) = mpsc::channel::<Batch>(CHANNEL);
     // The servers run until everything accepted has been saved and shown, answering
     // "unavailable" (retryable) once the channel is closed, then stop gracefully.
@@ -486,26 +400,6 @@ assembled, then every trace still open; {} again stops at once",
     code
 }
 
-/// Reads the --load files into `session`, saying on standard error how many spans each gave
-/// (and, where one stopped early, one warning naming the line and what was wrong with it); the
-/// spans loaded in all.
-fn load(sources: Vec<Source>, session: &mut Session) -> u64 {
-    let now = Instant::now();
-    let mut spans = 0;
-    for source in sources {
-        let read = source.read_into(session, now);
-        spans += read.spans;
-        match read.stopped {
-            None => eprintln!("lens watch: loaded {} spans from {}", read.spans, read.name),
-            Some(e) => eprintln!(
-                "warning: --load {e}; loaded the {} spans before it, not the rest of {}",
-                read.spans, read.name
-            ),
-        }
-    }
-    spans
-}
-
 /// Appends `batch` to the save file (if any; a failure is said and ends the run) and gives it
 /// to the session.
 fn take(save: &mut Save, store: &Store, batch: Batch, saved: &mut u64) -> Result<(), ()> {
@@ -521,21 +415,6 @@ fn take(save: &mut Save, store: &Store, batch: Batch, saved: &mut u64) -> Result
     }
     store.lock().ingest(batch, Instant::now());
     Ok(())
-}
-
-/// Appends `batch` to the save file as one OTLP/JSON line: its spans (`resourceSpans`), or its
-/// log records (`resourceLogs`).
-fn append(file: &mut BufWriter<File>, batch: &Batch) -> std::io::Result<()> {
-    let line = if !batch.spans.is_empty() {
-        lens_watch::encode::to_json_line(&batch.spans)
-    } else if !batch.logs.is_empty() {
-        lens_watch::encode::logs_to_json_line(&batch.logs)
-    } else {
-        return Ok(());
-    };
-    file.write_all(line.as_bytes())?;
-    file.write_all(b"\n")?;
-    file.flush()
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use lens_watch::session::{ListFilter, ListOrder};
 use lens_watch::{encode, render};
 use serde_json::{Value, json};
 
-use super::Store;
+use super::store::Store;
 
 /// The page (HTML, CSS and script in one document).
 const PAGE: &str = include_str!("page.html");

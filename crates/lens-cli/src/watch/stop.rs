@@ -5,7 +5,8 @@ use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{Save, Store};
+use super::save::Save;
+use super::store::Store;
 
 /// Ends the process at the next signal (a second Ctrl-C or SIGTERM during a stop), once no
 /// batch is being appended to the save file, saying what was accepted and left unwritten.

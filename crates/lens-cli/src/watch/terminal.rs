@@ -7,7 +7,16 @@ use std::process::ExitCode;
 use lens_watch::render::Output;
 use lens_watch::session::Completed;
 
-use super::{Shown, Store};
+use super::store::Store;
+
+/// What the terminal shows of each trace.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Shown {
+    /// The waterfall or JSON.
+    pub(crate) output: Output,
+    /// Each span's log records under it (`--logs`).
+    pub(crate) logs: bool,
+}
 
 /// The terminal's side of a watch.
 pub(super) struct Terminal {
