@@ -241,10 +241,12 @@ impl Shared {
                 .map(|sc| vec![Link::with_context(sc)])
                 .unwrap_or_default()
         };
-        Some(
+        // Under the current Context, borrowed: a clone of it would cost two atomic increments
+        // and two decrements per message.
+        Some(Context::map_current(|parent| {
             self.options
-                .start_operation(&info, &operation, &Context::current(), links),
-        )
+                .start_operation(&info, &operation, parent, links)
+        }))
     }
 
     /// Injects the context of `span`, else the caller's, into `headers` when `decision` and the
