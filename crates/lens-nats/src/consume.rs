@@ -347,34 +347,28 @@ struct Shared {
 }
 
 impl Shared {
+    #[inline]
     fn operation<'a>(
         &'a self,
         name: &'static str,
         kind: OperationType,
         destination: &'a str,
     ) -> Operation<'a> {
-        let mut operation = Operation::new(SYSTEM, name, kind)
-            .with_destination(
-                destination,
-                crate::is_temporary(&self.inbox_prefix, destination),
-            )
-            .with_destination_in_metrics(self.names.subjects_in_metrics);
-        let template = self
+        // Set field by field (each `with_*` would move the whole operation).
+        let mut operation = Operation::new(SYSTEM, name, kind);
+        operation.destination = Some(destination);
+        operation.temporary = crate::is_temporary(&self.inbox_prefix, destination);
+        operation.destination_in_metrics = self.names.subjects_in_metrics;
+        operation.template = self
             .names
             .templates
             .template_for(destination)
             .or(self.subscription.subject.as_deref());
-        if let Some(template) = template {
-            operation = operation.with_template(template);
-        }
-        if let Some(group) = &self.subscription.queue_group {
-            operation = operation.with_consumer_group(group);
-        }
-        if let Some(name) = &self.subscription.name {
-            operation = operation.with_subscription(name);
-        }
+        operation.consumer_group = self.subscription.queue_group.as_deref();
+        operation.subscription = self.subscription.name.as_deref();
         if let Some(server) = self.broker.get() {
-            operation = operation.with_server(server.address.clone(), server.port);
+            operation.server_address = Some(server.address.clone());
+            operation.server_port = server.port;
         }
         operation
     }
@@ -396,6 +390,22 @@ impl Shared {
         current: &Context,
         batch: Option<&Context>,
     ) -> Processing<M> {
+        Processing {
+            span: self.process_span(&message, current, batch),
+            message,
+            shared: Arc::clone(self),
+        }
+    }
+
+    /// The `process` span of `message` when the filter wants one, returned as it is built (a
+    /// `LiveSpan` is large: each move of it is a copy).
+    #[inline]
+    fn process_span<M: NatsMessage>(
+        &self,
+        message: &M,
+        current: &Context,
+        batch: Option<&Context>,
+    ) -> Option<ProcessSpan> {
         let core = message.core();
         let subject = core.subject.as_str();
         let info = MessageInfo {
@@ -404,42 +414,31 @@ impl Shared {
             payload: &core.payload,
             operation: OperationType::Process,
         };
-        let span = self.options.filter_decision(&info).span.then(|| {
-            let empty = HeaderMap::new();
-            let headers = core.headers.as_ref().unwrap_or(&empty);
-            let message_id = crate::carrier::value_of(headers, &NATS_MESSAGE_ID);
-            let mut operation = self.operation("process", OperationType::Process, subject);
-            if self.names.body_size {
-                operation = operation.with_body_size(core.payload.len());
-            }
-            if let Some(id) = message_id {
-                operation = operation.with_message_id(id);
-            }
-            let links = batch
-                .map(|cx| vec![Link::with_context(cx.span().span_context().clone())])
-                .unwrap_or_default();
-            let mut span = self.options.start_process_with_links(
+        if !self.options.filter_decision(&info).span {
+            return None;
+        }
+        let empty = HeaderMap::new();
+        let headers = core.headers.as_ref().unwrap_or(&empty);
+        let mut operation = self.operation("process", OperationType::Process, subject);
+        operation.body_size = self.names.body_size.then_some(core.payload.len());
+        operation.message_id = crate::carrier::value_of(headers, &NATS_MESSAGE_ID);
+        let links = batch
+            .map(|cx| vec![Link::with_context(cx.span().span_context().clone())])
+            .unwrap_or_default();
+        let mut span = ProcessSpan {
+            live: self.options.start_process_with_links(
                 &info,
                 &operation,
                 &NatsHeaders(headers),
                 self.parent,
                 current,
                 links,
-            );
-            if batch.is_some() {
-                span.set_messages(0);
-            }
-            message.annotate(&mut span);
-            span
-        });
-        Processing {
-            message,
-            span: span.map(|live| ProcessSpan {
-                live,
-                failure: OnceLock::new(),
-            }),
-            shared: Arc::clone(self),
-        }
+            ),
+            failure: OnceLock::new(),
+            counted: batch.is_some(),
+        };
+        message.annotate(&mut span.live);
+        Some(span)
     }
 }
 
@@ -503,10 +502,15 @@ pub struct Processing<M> {
 struct ProcessSpan {
     live: LiveSpan,
     failure: OnceLock<Outcome>,
+    /// The `receive` span of a batch counted the message: this span counts none.
+    counted: bool,
 }
 
 impl Drop for ProcessSpan {
     fn drop(&mut self) {
+        if self.counted {
+            self.live.set_messages(0);
+        }
         if let Some(failure) = self.failure.take() {
             self.live.record(failure);
         }

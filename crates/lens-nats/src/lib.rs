@@ -194,12 +194,26 @@ impl Broker {
     }
 
     /// Reads the server from the client the first time (a race reads it twice, harmlessly).
+    /// Once it is known, nothing is awaited: the read of the client's server pool is a future
+    /// of its own, boxed, made only before the first span, so that it takes no room in every
+    /// traced call's future (which each layer of the caller's code moves).
+    #[inline]
     async fn resolve(&self) -> Option<&Server> {
         if !self.is_resolved() {
-            let server = Server::connected(&self.client).await;
-            let _ = self.server.set(server);
+            self.read_server().await;
         }
         self.get()
+    }
+
+    /// The first read of the server (once per wrapper: one allocation, not one per call).
+    #[cold]
+    fn read_server(
+        &self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + Sync + '_>> {
+        Box::pin(async move {
+            let server = Server::connected(&self.client).await;
+            let _ = self.server.set(server);
+        })
     }
 }
 

@@ -16,7 +16,7 @@ use lens_span::messaging::{
     MessagingErrors, Operation, OperationStatus, OperationType, OutboundDestinationPolicy,
 };
 use lens_span::metrics::Instruments;
-use lens_span::{LiveSpan, SpanOptions};
+use lens_span::{FilterDecision, LiveSpan, SpanOptions};
 use opentelemetry::propagation::TextMapPropagator as _;
 use opentelemetry::trace::{Link, SpanContext, TraceContextExt as _};
 use opentelemetry::{Context, KeyValue, StringValue};
@@ -171,8 +171,8 @@ struct Shared {
 impl Shared {
     /// Starts the `send` span of a message to `subject` (when the filter wants one) and injects
     /// its context, or the caller's, into `headers` (when the filter and the policy let it);
-    /// `server` is the broker as `Broker::resolve` gives it. Not async: the
-    /// span is returned in place rather than moved out of a future's state.
+    /// `server` is the broker as `Broker::resolve` gives it. Not async. The core publishes call
+    /// its three steps themselves, so that the span is written once, into their future.
     #[inline]
     fn start_send(
         &self,
@@ -181,49 +181,95 @@ impl Shared {
         headers: &mut HeaderMap,
         payload: &[u8],
     ) -> Option<LiveSpan> {
+        let decision = self.send_decision(subject, headers, payload);
+        let span = self.send_span(decision, server, subject, headers, payload);
+        self.inject_send(decision, span.as_ref(), server, subject, headers);
+        span
+    }
+
+    /// What the filter decides for a message to `subject`.
+    #[inline]
+    fn send_decision(&self, subject: &str, headers: &HeaderMap, payload: &[u8]) -> FilterDecision {
+        self.options.filter_decision(&MessageInfo {
+            subject,
+            headers: Some(headers),
+            payload,
+            operation: OperationType::Send,
+        })
+    }
+
+    /// The `send` span of a message to `subject` when `decision` wants one, under the current
+    /// Context. Returned as it is built (a `LiveSpan` is large: the caller's `let` is where it
+    /// is written, not a copy of it).
+    #[inline(never)]
+    fn send_span(
+        &self,
+        decision: FilterDecision,
+        server: Option<&Server>,
+        subject: &str,
+        headers: &HeaderMap,
+        payload: &[u8],
+    ) -> Option<LiveSpan> {
+        if !decision.span {
+            return None;
+        }
         let info = MessageInfo {
             subject,
             headers: Some(headers),
             payload,
             operation: OperationType::Send,
         };
-        let decision = self.options.filter_decision(&info);
-        let parent = Context::current();
-        // A plain publish's headers are new and empty: nothing to look at.
-        let forwarded = if headers.is_empty() {
-            None
+        // Set field by field (each `with_*` would move the whole operation).
+        let mut operation = Operation::new(SYSTEM, "send", OperationType::Send);
+        operation.destination = Some(subject);
+        operation.temporary = crate::is_temporary(&self.inbox_prefix, subject);
+        operation.destination_in_metrics = self.names.subjects_in_metrics;
+        operation.template = self.names.templates.template_for(subject);
+        operation.body_size = self.names.body_size.then_some(payload.len());
+        operation.message_id = crate::carrier::value_of(headers, &NATS_MESSAGE_ID);
+        if let Some(server) = server {
+            operation.server_address = Some(server.address.clone());
+            operation.server_port = server.port;
+        }
+        // A relay's message: the send span links to the context it forwards, which its own
+        // context replaces in the headers. A plain publish's headers are new and empty:
+        // nothing to look at.
+        let links = if headers.is_empty() {
+            Vec::new()
         } else {
             forwarded_span_context(headers)
-        };
-        let span = decision.span.then(|| {
-            let message_id = crate::carrier::value_of(headers, &NATS_MESSAGE_ID);
-            let mut operation = Operation::new(SYSTEM, "send", OperationType::Send)
-                .with_destination(subject, crate::is_temporary(&self.inbox_prefix, subject))
-                .with_destination_in_metrics(self.names.subjects_in_metrics);
-            if let Some(template) = self.names.templates.template_for(subject) {
-                operation = operation.with_template(template);
-            }
-            if self.names.body_size {
-                operation = operation.with_body_size(payload.len());
-            }
-            if let Some(id) = message_id {
-                operation = operation.with_message_id(id);
-            }
-            if let Some(server) = server {
-                operation = operation.with_server(server.address.clone(), server.port);
-            }
-            // A relay's message: the send span links to the context it forwards, which its
-            // own context replaces in the headers.
-            let links = forwarded
-                .clone()
                 .map(|sc| vec![Link::with_context(sc)])
-                .unwrap_or_default();
+                .unwrap_or_default()
+        };
+        // Under the current Context, borrowed: a clone of it would cost two atomic increments
+        // and two decrements per message.
+        Some(Context::map_current(|parent| {
             self.options
-                .start_operation(&info, &operation, &parent, links)
-        });
+                .start_operation(&info, &operation, parent, links)
+        }))
+    }
+
+    /// Injects the context of `span`, else the caller's, into `headers` when `decision` and the
+    /// outbound policy let it, and records on `span` the baggage keys sent.
+    #[inline]
+    fn inject_send(
+        &self,
+        decision: FilterDecision,
+        span: Option<&LiveSpan>,
+        server: Option<&Server>,
+        subject: &str,
+        headers: &mut HeaderMap,
+    ) {
         let mut baggage_sent = false;
         if decision.inject {
-            let cx = span.as_ref().map_or(&parent, LiveSpan::context);
+            let current;
+            let cx = match span {
+                Some(span) => span.context(),
+                None => {
+                    current = Context::current();
+                    &current
+                }
+            };
             let outbound = self
                 .options
                 .policy()
@@ -245,10 +291,9 @@ impl Shared {
                 .inject_message(outbound, cx, &mut NatsHeaders(headers));
             baggage_sent = outbound.baggage;
         }
-        if let Some(span) = &span {
+        if let Some(span) = span {
             self.options.record_baggage_sent(span, baggage_sent);
         }
-        span
     }
 
     /// The CLIENT `receive` span of a request's wait for its reply on `inbox`.
@@ -296,11 +341,18 @@ impl Shared {
 
     /// Records how the operation ended (the classifier, the response hook) and ends the span.
     #[inline]
-    fn finish(&self, span: Option<LiveSpan>, status: OperationStatus) {
-        if let Some(mut span) = span {
+    fn finish(&self, mut span: Option<LiveSpan>, status: OperationStatus) {
+        self.record(&mut span, status);
+    }
+
+    /// Records how the operation ended on `span` where it is: it ends where its owner drops
+    /// it. A hot path's span stays in place in its future rather than being moved out to end.
+    #[inline]
+    fn record(&self, span: &mut Option<LiveSpan>, status: OperationStatus) {
+        if let Some(span) = span {
             self.options
                 .responder()
-                .respond(&mut span, &status, &status, &MessagingErrors);
+                .respond(span, &status, &status, &MessagingErrors);
         }
     }
 }
@@ -345,8 +397,25 @@ impl TracedClient {
         subject: S,
         payload: Bytes,
     ) -> Result<(), async_nats::PublishError> {
-        self.publish_with_headers(subject, HeaderMap::new(), payload)
-            .await
+        // The body of `publish_with_headers` rather than a call to it: one layer of future
+        // fewer, which every poll and every move of the caller's future would go through.
+        let subject: Subject = subject.to_subject();
+        let server = self.shared.broker.resolve().await;
+        let mut headers = HeaderMap::new();
+        // `start_send` in its three steps: the span is written into this future's state.
+        let decision = self.shared.send_decision(&subject, &headers, &payload);
+        let mut span = self
+            .shared
+            .send_span(decision, server, &subject, &headers, &payload);
+        self.shared
+            .inject_send(decision, span.as_ref(), server, &subject, &mut headers);
+        let result = self
+            .client
+            .publish_with_headers(subject, headers, payload)
+            .await;
+        // Recorded in place; the span ends as this future completes (dropped here).
+        self.shared.record(&mut span, publish_status(&result));
+        result
     }
 
     /// Publishes with the caller's `headers`, trace context added (a stale `traceparent` /
@@ -359,18 +428,19 @@ impl TracedClient {
     ) -> Result<(), async_nats::PublishError> {
         let subject: Subject = subject.to_subject();
         let server = self.shared.broker.resolve().await;
-        let span = self
+        // `start_send` in its three steps: the span is written into this future's state.
+        let decision = self.shared.send_decision(&subject, &headers, &payload);
+        let mut span = self
             .shared
-            .start_send(server, &subject, &mut headers, &payload);
+            .send_span(decision, server, &subject, &headers, &payload);
+        self.shared
+            .inject_send(decision, span.as_ref(), server, &subject, &mut headers);
         let result = self
             .client
             .publish_with_headers(subject, headers, payload)
             .await;
-        let status = match &result {
-            Ok(()) => OperationStatus::Ok,
-            Err(e) => failed_status(publish_error_type(e.kind()), e),
-        };
-        self.shared.finish(span, status);
+        // Recorded in place; the span ends as this future completes (dropped here).
+        self.shared.record(&mut span, publish_status(&result));
         result
     }
 
@@ -396,18 +466,18 @@ impl TracedClient {
     ) -> Result<(), async_nats::PublishError> {
         let subject: Subject = subject.to_subject();
         let server = self.shared.broker.resolve().await;
-        let span = self
+        // `start_send` in its three steps: the span is written into this future's state.
+        let decision = self.shared.send_decision(&subject, &headers, &payload);
+        let mut span = self
             .shared
-            .start_send(server, &subject, &mut headers, &payload);
+            .send_span(decision, server, &subject, &headers, &payload);
+        self.shared
+            .inject_send(decision, span.as_ref(), server, &subject, &mut headers);
         let result = self
             .client
             .publish_with_reply_and_headers(subject, reply, headers, payload)
             .await;
-        let status = match &result {
-            Ok(()) => OperationStatus::Ok,
-            Err(e) => failed_status(publish_error_type(e.kind()), e),
-        };
-        self.shared.finish(span, status);
+        self.shared.record(&mut span, publish_status(&result));
         result
     }
 
@@ -680,6 +750,14 @@ impl std::future::IntoFuture for TracedPublishAck {
             shared.finish(span, status);
             result
         })
+    }
+}
+
+/// How a core NATS publish ended.
+fn publish_status(result: &Result<(), async_nats::PublishError>) -> OperationStatus {
+    match result {
+        Ok(()) => OperationStatus::Ok,
+        Err(e) => failed_status(publish_error_type(e.kind()), e),
     }
 }
 

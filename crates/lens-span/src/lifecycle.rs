@@ -409,29 +409,62 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         span.span().set_attribute(attribute);
     }
 
-    /// The metrics of a call starting now with the adapter's `attributes` (before the hook's):
-    /// nothing without a meter.
-    #[inline]
-    fn call_metrics(&self, attributes: &[KeyValue]) -> Option<CallMetrics> {
-        self.metrics
-            .recorder
-            .as_ref()
-            .map(|recorder| CallMetrics::start(recorder, attributes))
+    /// Starts the span `builder` describes under `parent`, and the call's metrics (with a
+    /// meter) with the first `metric_attributes` of its attributes (the adapter's, never the
+    /// hook's). A `LiveSpan` is large (the metric state is inline) and each move of it is a
+    /// copy: it is built where it is returned, and without a meter no metric state is moved.
+    #[inline(never)]
+    fn live(&self, builder: SpanBuilder, parent: &Context, metric_attributes: usize) -> LiveSpan {
+        let start = start_of(&builder);
+        let on_failure = self.on_failure.clone();
+        let gen_ai = self.gen_ai.clone();
+        match &self.metrics.recorder {
+            None => {
+                let cx = self.start_span(builder, parent, gen_ai.as_deref());
+                LiveSpan {
+                    cx,
+                    gen_ai,
+                    start,
+                    on_failure,
+                    metrics: None,
+                }
+            }
+            Some(recorder) => {
+                let attributes = builder.attributes.as_deref().unwrap_or_default();
+                let metrics = CallMetrics::start(
+                    recorder,
+                    &attributes[..metric_attributes.min(attributes.len())],
+                );
+                let cx = self.start_span(builder, parent, gen_ai.as_deref());
+                LiveSpan {
+                    cx,
+                    gen_ai,
+                    start,
+                    on_failure,
+                    metrics: Some(metrics),
+                }
+            }
+        }
     }
 
+    /// Starts the span `builder` describes under `parent`, with the GenAI operation's
+    /// attributes when the call is one ([`LiveSpan::set_gen_ai`] records the same).
     #[inline]
-    fn live(&self, start: SystemTime, cx: Context, metrics: Option<CallMetrics>) -> LiveSpan {
-        let mut live = LiveSpan {
-            cx,
-            gen_ai: None,
-            start,
-            on_failure: self.on_failure.clone(),
-            metrics,
-        };
-        if let Some(gen_ai) = &self.gen_ai {
-            live.set_gen_ai(Arc::clone(gen_ai));
+    fn start_span(
+        &self,
+        builder: SpanBuilder,
+        parent: &Context,
+        gen_ai: Option<&GenAi>,
+    ) -> Context {
+        let cx = self
+            .tracer
+            .start(builder, parent, self.random_flag_on_new_traces);
+        if let Some(gen_ai) = gen_ai {
+            let mut attributes = Vec::with_capacity(3);
+            gen_ai.push_attributes(&mut attributes);
+            cx.span().set_attributes(attributes);
         }
-        live
+        cx
     }
 
     /// Starts a SERVER span for `request` from what the inbound policy let through: the trusted
@@ -446,20 +479,14 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         mut attributes: Vec<KeyValue>,
         inbound: InboundContext,
     ) -> LiveSpan {
-        let metrics = self.call_metrics(&attributes);
+        let metric_attributes = attributes.len();
         self.push_baggage_keys(&mut attributes, &inbound.parent);
         let name = self.name_and_attributes(request, default_name, &mut attributes);
         let mut builder = builder(name, SpanKind::Server, attributes);
         if let Some(link) = inbound.link {
             builder.links = Some(vec![Link::with_context(link)]);
         }
-        let start = start_of(&builder);
-        self.live(
-            start,
-            self.tracer
-                .start(builder, &inbound.parent, self.random_flag_on_new_traces),
-            metrics,
-        )
+        self.live(builder, &inbound.parent, metric_attributes)
     }
 
     /// Starts a span of `kind` for `request` under `parent` with `links` (the messaging
@@ -475,19 +502,12 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         parent: &Context,
         links: Vec<Link>,
     ) -> LiveSpan {
-        let metrics = self.call_metrics(&attributes[..metric_attributes.min(attributes.len())]);
         let name = self.name_and_attributes(request, default_name, &mut attributes);
         let mut builder = builder(name, kind, attributes);
         if !links.is_empty() {
             builder.links = Some(links);
         }
-        let start = start_of(&builder);
-        self.live(
-            start,
-            self.tracer
-                .start(builder, parent, self.random_flag_on_new_traces),
-            metrics,
-        )
+        self.live(builder, parent, metric_attributes)
     }
 
     /// Starts a CLIENT span for `request` under `parent`, named and with attributes as
@@ -501,15 +521,12 @@ impl<A: Adapter, P> SpanOptions<A, P> {
         mut attributes: Vec<KeyValue>,
         parent: &Context,
     ) -> LiveSpan {
-        let metrics = self.call_metrics(&attributes);
+        let metric_attributes = attributes.len();
         let name = self.name_and_attributes(request, default_name, &mut attributes);
-        let builder = builder(name, SpanKind::Client, attributes);
-        let start = start_of(&builder);
         self.live(
-            start,
-            self.tracer
-                .start(builder, parent, self.random_flag_on_new_traces),
-            metrics,
+            builder(name, SpanKind::Client, attributes),
+            parent,
+            metric_attributes,
         )
     }
 }

@@ -205,6 +205,7 @@ pub struct Operation<'a> {
 
 impl<'a> Operation<'a> {
     /// An operation of `system` named `name`, of type `operation_type`, nothing else known.
+    #[inline]
     pub fn new(system: &'static str, name: &'static str, operation_type: OperationType) -> Self {
         Operation {
             system,
@@ -225,6 +226,7 @@ impl<'a> Operation<'a> {
     }
 
     /// Sets the destination, and whether it is temporary.
+    #[inline]
     pub fn with_destination(mut self, destination: &'a str, temporary: bool) -> Self {
         self.destination = Some(destination);
         self.temporary = temporary;
@@ -232,48 +234,56 @@ impl<'a> Operation<'a> {
     }
 
     /// Sets the destination's template: the span name's destination, and a metric attribute.
+    #[inline]
     pub fn with_template(mut self, template: &'a str) -> Self {
         self.template = Some(template);
         self
     }
 
     /// Whether the metrics see the destination's name (default: true).
+    #[inline]
     pub fn with_destination_in_metrics(mut self, on: bool) -> Self {
         self.destination_in_metrics = on;
         self
     }
 
     /// Sets the consumer group.
+    #[inline]
     pub fn with_consumer_group(mut self, group: &'a str) -> Self {
         self.consumer_group = Some(group);
         self
     }
 
     /// Sets the subscription's name.
+    #[inline]
     pub fn with_subscription(mut self, name: &'a str) -> Self {
         self.subscription = Some(name);
         self
     }
 
     /// Sets the message id.
+    #[inline]
     pub fn with_message_id(mut self, id: &'a str) -> Self {
         self.message_id = Some(id);
         self
     }
 
     /// Sets the body size.
+    #[inline]
     pub fn with_body_size(mut self, bytes: usize) -> Self {
         self.body_size = Some(bytes);
         self
     }
 
     /// Sets the batch's message count.
+    #[inline]
     pub fn with_batch_count(mut self, count: usize) -> Self {
         self.batch_count = Some(count);
         self
     }
 
     /// Sets the broker's address and port.
+    #[inline]
     pub fn with_server(mut self, address: StringValue, port: Option<u16>) -> Self {
         self.server_address = Some(address);
         self.server_port = port;
