@@ -494,7 +494,7 @@ fn edge_title(edge: &MapEdge) -> String {
         edge.to,
         edge.requests,
         edge.error_rate() * 100.0,
-        super::format_duration(std::time::Duration::from_nanos(edge.median_ns))
+        super::format::format_duration(std::time::Duration::from_nanos(edge.median_ns))
     );
     if edge.findings_total > 0 {
         let mut rules: Vec<&str> = edge.findings.iter().map(|f| f.rule.id()).collect();
