@@ -13,6 +13,8 @@
 //! Where a rule cannot decide (an exporter that does not report trace flags or tracestate, a
 //! hop without the attributes to match it, baggage keys recorded on one side only), it says
 //! nothing.
+//!
+//! [`Assembler`]: crate::assemble::Assembler
 
 mod bleed;
 mod candidates;

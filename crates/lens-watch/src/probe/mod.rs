@@ -24,6 +24,8 @@
 //! assert_eq!(route.hops.len(), 1);
 //! assert!(route.hops[0].to.is_none());
 //! ```
+//!
+//! [`Session`]: crate::session::Session
 
 mod bleed;
 mod hop;

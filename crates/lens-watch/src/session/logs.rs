@@ -127,6 +127,8 @@ impl Logs {
 }
 
 /// The log records of no span held ([`Session::unmatched_logs`]).
+///
+/// [`Session::unmatched_logs`]: crate::session::Session::unmatched_logs
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct LogList<'a> {

@@ -31,6 +31,11 @@
 //! assert!(session.stats().to_string().starts_with("1 spans received, 1 traces (1 complete)"));
 //! # Ok::<(), lens_watch::decode::DecodeError>(())
 //! ```
+//!
+//! [`Batch`]: crate::decode::Batch
+//! [`Assembler`]: crate::assemble::Assembler
+//! [`TraceView`]: crate::render::TraceView
+//! [`Batch::logs`]: crate::decode::Batch::logs
 
 mod flow;
 mod logs;

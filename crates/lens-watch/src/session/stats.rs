@@ -14,7 +14,7 @@ pub struct SessionStats {
     pub spans: Stats,
     /// The findings returned, by severity.
     pub findings: FindingCounts,
-    /// The findings left out by [`SessionConfig::allow`].
+    /// The findings left out by [`SessionConfig::allow`](crate::session::SessionConfig::allow).
     pub allowed: u64,
     /// The log records received, held and dropped.
     pub logs: LogStats,
@@ -45,6 +45,8 @@ pub struct LogStats {
     /// Records held now.
     pub held: u64,
     /// Records dropped to stay within [`SessionConfig::max_logs`] (the oldest first).
+    ///
+    /// [`SessionConfig::max_logs`]: crate::session::SessionConfig::max_logs
     pub dropped: u64,
 }
 

@@ -21,6 +21,8 @@
 //! map.svg(&mut svg);
 //! assert!(svg.starts_with("<svg"));
 //! ```
+//!
+//! [`Span::parent_is_remote`]: crate::model::Span::parent_is_remote
 
 mod build;
 mod graph;
