@@ -1,4 +1,5 @@
-//! The findings' vocabulary (severity, rule, finding) and their messages.
+//! The findings' vocabulary (severity, rule, finding), a finding as text and as JSON, and the
+//! counts by severity.
 
 use std::fmt;
 
