@@ -5,7 +5,7 @@
 //! `lens probe --repeat` (docs/doctor.md#context-bleed).
 
 use super::finding::{Finding, Rule};
-use super::rules::SpanIndex;
+use super::span_index::SpanIndex;
 use crate::model::{Span, SpanKind, TraceId};
 
 /// The CLIENT spans of the trace `id` with overlapping SERVER children in another service: (the

@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use super::NewRootCause;
+use super::new_root::NewRootCause;
 use crate::model::{Span, SpanId, TraceId, Value};
 
 /// What identifies a request on both sides of the wire.

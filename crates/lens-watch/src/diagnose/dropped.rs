@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::Doctor;
+use super::doctor::Doctor;
 use super::finding::{Finding, Rule};
 use crate::model::{Span, SpanKind, TraceId, Value};
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::model::{Span, SpanId, Value};
+use crate::model::{Span, SpanId, SpanKind, Value};
 
 /// The destination keys: the current convention, then the older one (celery, and the Python
 /// instrumentations for pika, aio-pika, kafka-python and confluent-kafka).
@@ -153,4 +153,37 @@ fn scalar(span: &Span, keys: &[&str]) -> Option<String> {
         Value::Int(i) => Some(i.to_string()),
         _ => None,
     })
+}
+
+/// Whether the CONSUMER `span` starts its trace's part in its service: the root, or under
+/// spans of its own service only, none a PRODUCER, none a CONSUMER with a destination (the
+/// outer one stands for the message) and none with a remote parent (walked up to the root;
+/// `false` where a parent is missing).
+pub(super) fn starts_trace<'a>(
+    span: &'a Span,
+    parent_of: impl Fn(SpanId) -> Option<&'a Span>,
+) -> bool {
+    let mut at = span;
+    // A cycle of parents ends the walk (each step is a span of the trace, so at most as many).
+    for _ in 0..4096 {
+        let Some(parent) = at.parent_span_id else {
+            return true;
+        };
+        if at.parent_is_remote() == Some(true) {
+            return false;
+        }
+        match parent_of(parent) {
+            // Under a CONSUMER span of the message (a destination): that one stands for it.
+            Some(p)
+                if p.kind != SpanKind::Producer
+                    && !(p.kind == SpanKind::Consumer && destination(p).is_some())
+                    && p.resource.service == span.resource.service
+                    && p.span_id != at.span_id =>
+            {
+                at = p;
+            }
+            _ => return false,
+        }
+    }
+    false
 }

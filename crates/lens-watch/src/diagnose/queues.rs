@@ -24,75 +24,22 @@
 //! count; a root whose `lens.trace.new_root` says `linked` or `untrusted:linked` continued by
 //! link whatever its links point to.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::conventions::{Address, Candidate, HopKey};
-use super::finding::{Finding, lost_message};
+use super::doctor::Doctor;
+use super::finding::Finding;
+use super::hop_findings::lost_message;
 use super::message::{self, Identity, Message, NONE};
-use super::pairing::Side;
-use super::{Doctor, NewRootCause};
-use crate::model::{Span, SpanId, SpanKind};
-
-/// Where a candidate is held in its [`Side`]: (start, sequence number).
-type At = (u64, u64);
-
-/// A consumer root that linked to a span: its service, and where it waits (when it does).
-type Linker = (Arc<str>, Option<(HopKey, At)>);
-
+use super::new_root::NewRootCause;
+use super::queue_index::At;
+use crate::model::{Span, SpanId};
 /// The most candidate producers a finding lists (and counts past).
 const MAX_LISTED: usize = 8;
 
 /// The most producers of a destination a consumer root's pairing examines, nearest first (a
 /// busy destination's window holds every message sent in it, consumed or not).
 const MAX_SCANNED: usize = 4096;
-
-/// What finds a held candidate of a queue hop without a scan: a producer by its span id (a
-/// consumer's link to it), either side by a message id; and the consumers that linked to a
-/// producer not yet received. Entries of candidates no longer held are skipped when read, and
-/// dropped once they outnumber the held ones.
-#[derive(Debug, Default)]
-pub(super) struct QueueIndex {
-    producer_spans: HashMap<SpanId, (HopKey, At)>,
-    producer_ids: HashMap<(HopKey, String), At>,
-    root_ids: HashMap<(HopKey, String), At>,
-    /// A linked span id -> the services of the consumer roots that linked to it, with where
-    /// each root waits (when it does); oldest first for the bound.
-    linked: HashMap<SpanId, Vec<Linker>>,
-    linked_order: VecDeque<SpanId>,
-}
-
-impl QueueIndex {
-    /// Drops what points at candidates no longer held (amortised) and the oldest links past
-    /// `max`.
-    pub(super) fn prune(&mut self, producers: &Side, roots: &Side, max: usize) {
-        if self.producer_spans.len() > 2 * producers.len() + 1024 {
-            self.producer_spans
-                .retain(|_, (key, at)| producers.holds(key, *at));
-        }
-        if self.producer_ids.len() > 2 * producers.len() + 1024 {
-            self.producer_ids
-                .retain(|(key, _), at| producers.holds(key, *at));
-        }
-        if self.root_ids.len() > 2 * roots.len() + 1024 {
-            self.root_ids.retain(|(key, _), at| roots.holds(key, *at));
-        }
-        while self.linked_order.len() > max {
-            if let Some(old) = self.linked_order.pop_front() {
-                self.linked.remove(&old);
-            }
-        }
-    }
-
-    fn link(&mut self, to: SpanId, service: &Arc<str>, held: Option<(HopKey, At)>) {
-        let entry = self.linked.entry(to).or_default();
-        if entry.is_empty() {
-            self.linked_order.push_back(to);
-        }
-        entry.push((Arc::clone(service), held));
-    }
-}
-
 /// A messaging span as one side of a queue hop, keyed by its destination; `None` without one.
 fn message(span: &Span, cause: Option<NewRootCause>) -> Option<(HopKey, Candidate)> {
     let destination = message::destination(span)?;
@@ -134,40 +81,6 @@ fn fits(producer: &Candidate, consumer: &Candidate, tolerance: u64, window: u64)
         .then_some(false),
     }
 }
-
-/// Whether the CONSUMER `span` starts its trace's part in its service: the root, or under
-/// spans of its own service only, none a PRODUCER, none a CONSUMER with a destination (the
-/// outer one stands for the message) and none with a remote parent (walked up to the root;
-/// `false` where a parent is missing).
-pub(super) fn starts_trace<'a>(
-    span: &'a Span,
-    parent_of: impl Fn(SpanId) -> Option<&'a Span>,
-) -> bool {
-    let mut at = span;
-    // A cycle of parents ends the walk (each step is a span of the trace, so at most as many).
-    for _ in 0..4096 {
-        let Some(parent) = at.parent_span_id else {
-            return true;
-        };
-        if at.parent_is_remote() == Some(true) {
-            return false;
-        }
-        match parent_of(parent) {
-            // Under a CONSUMER span of the message (a destination): that one stands for it.
-            Some(p)
-                if p.kind != SpanKind::Producer
-                    && !(p.kind == SpanKind::Consumer && message::destination(p).is_some())
-                    && p.resource.service == span.resource.service
-                    && p.span_id != at.span_id =>
-            {
-                at = p;
-            }
-            _ => return false,
-        }
-    }
-    false
-}
-
 impl Doctor {
     /// A PRODUCER span; `consumed_by`, the services of its consumer children. Judged once, as
     /// its trace completes: paired with the consumer roots waiting for it, then held for the
@@ -236,7 +149,7 @@ impl Doctor {
         self.producers.insert(key, self.seq, producer);
     }
 
-    /// A consumer root ([`starts_trace`]): continued by link, paired with the producers it can
+    /// A consumer root ([`starts_trace`](super::message::starts_trace)): continued by link, paired with the producers it can
     /// belong to, or held for them.
     pub(super) fn consumer_root(&mut self, span: &Span, findings: &mut Vec<Finding>) {
         if !self.first_time(span) {

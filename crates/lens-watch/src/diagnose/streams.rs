@@ -4,8 +4,7 @@
 //! that collects the tokens) adds the whole generation to the time to the first token. `info`:
 //! a hop may collect a stream on purpose.
 
-use super::finding::millis;
-use super::{Finding, Rule};
+use super::finding::{Finding, Rule, millis};
 use crate::model::{Span, TraceId};
 
 /// The buffered-stream findings of trace `id`.

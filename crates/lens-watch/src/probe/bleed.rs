@@ -6,7 +6,9 @@
 //! service did receive its request, crosses it less, holds the other's call; unless a span on
 //! the way links to the other request's trace (a batch that serves both on purpose).
 
-use super::{Hop, PROBE_SERVICE, Route, TraceVerdict};
+use super::hop::{Hop, TraceVerdict};
+use super::route::Route;
+use super::sent::PROBE_SERVICE;
 use crate::model::{Span, SpanId, TraceId};
 use crate::session::Session;
 

@@ -6,7 +6,12 @@ use std::fmt::Write as _;
 
 use serde_json::{Value as Json, json};
 
-use super::{Bleed, Hop, ParentVerdict, Route, TraceVerdict};
+use super::bleed::Bleed;
+use super::hop::{
+    BaggageVerdict, FlagsVerdict, Hop, ParentVerdict, TraceStateVerdict, TraceVerdict,
+};
+use super::route::{ForcedHop, Route};
+use super::sent::PROBE_SERVICE;
 use crate::diagnose::Rule;
 use crate::model::TraceId;
 
@@ -71,7 +76,7 @@ pub struct Tally {
     /// Unsampled requests: the hops that stayed silent, of the hops of their routes, summed
     /// over the requests (known from a sampled request along the same route).
     pub silent: Option<(usize, usize)>,
-    /// Calls of one request that arrived in another's trace ([`find_bleeds`](super::find_bleeds)),
+    /// Calls of one request that arrived in another's trace ([`find_bleeds`](crate::probe::find_bleeds)),
     /// unless `context-bleed` is allowed.
     pub bleeds: Vec<Bleed>,
 }
@@ -183,7 +188,7 @@ impl Tally {
         if !lost_allowed {
             for tally in &mut hops {
                 if tally.to.is_none()
-                    && tally.from != super::PROBE_SERVICE
+                    && tally.from != PROBE_SERVICE
                     && reached.contains(&(tally.from.clone(), tally.kind.clone()))
                 {
                     tally.lost += tally.unseen;
@@ -398,7 +403,7 @@ a context lost where the new root could not be paired, or a replica that exports
 }
 
 /// The hop of an unsampled request that forced sampling on, as a hop to tally.
-fn forced_hop(route: &Route, forced: &super::ForcedHop) -> Hop {
+fn forced_hop(route: &Route, forced: &ForcedHop) -> Hop {
     Hop {
         from: forced.from.clone(),
         to: Some(forced.to.clone()),
@@ -410,8 +415,8 @@ fn forced_hop(route: &Route, forced: &super::ForcedHop) -> Hop {
         in_probe_trace: true,
         trace: TraceVerdict::Kept,
         parent: ParentVerdict::NotApplicable,
-        flags: super::FlagsVerdict::NotApplicable,
-        trace_state: super::TraceStateVerdict::NotApplicable,
-        baggage: super::BaggageVerdict::NotApplicable,
+        flags: FlagsVerdict::NotApplicable,
+        trace_state: TraceStateVerdict::NotApplicable,
+        baggage: BaggageVerdict::NotApplicable,
     }
 }

@@ -4,10 +4,10 @@ use std::fmt::Write as _;
 
 use serde_json::{Value as Json, json};
 
-use super::{
-    BaggageVerdict, FlagsVerdict, Hop, ParentVerdict, Route, Sampling, TraceStateVerdict,
-    TraceVerdict,
+use super::hop::{
+    BaggageVerdict, FlagsVerdict, Hop, ParentVerdict, TraceStateVerdict, TraceVerdict,
 };
+use super::route::{Route, Sampling};
 use crate::model::SpanId;
 
 impl Route {

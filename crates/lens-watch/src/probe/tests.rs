@@ -1,10 +1,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::*;
 use crate::decode::Batch;
-use crate::diagnose::BAGGAGE_KEYS_ATTRIBUTE as BAGGAGE_KEYS;
+use crate::diagnose::{BAGGAGE_KEYS_ATTRIBUTE as BAGGAGE_KEYS, NEW_ROOT_ATTRIBUTE as NEW_ROOT};
+use crate::model::{KeyValue, Resource, Span, SpanId, SpanKind, TraceId, Value};
+use crate::session::Session;
 use crate::session::SessionConfig;
 use crate::testing::span_at;
 use serde_json::json;

@@ -4,7 +4,10 @@
 
 use std::fmt::Write as _;
 
-use super::{TraceView, format_duration, span_duration, summary_line};
+use super::format::{format_duration, span_duration};
+use super::layout::Layout;
+use super::summary::summary_line;
+use super::view::TraceView;
 use crate::model::LogRecord;
 use crate::model::Status;
 
@@ -213,12 +216,7 @@ pub fn trace(view: &TraceView<'_>, out: &mut String) {
 
 /// The tick of a span's first chunk (at `at`, Unix nanoseconds) on its track, the figure in its
 /// title (styled inline: pages without streams keep their style sheet).
-fn first_chunk_tick(
-    trace: &super::Layout<'_>,
-    span: &crate::model::Span,
-    at: u64,
-    out: &mut String,
-) {
+fn first_chunk_tick(trace: &Layout<'_>, span: &crate::model::Span, at: u64, out: &mut String) {
     let left = trace.position(at) * 100.0;
     let _ = write!(
         out,

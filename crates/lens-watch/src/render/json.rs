@@ -4,7 +4,7 @@
 use base64::Engine as _;
 use serde_json::{Map, Value as Json, json};
 
-use super::TraceView;
+use super::view::TraceView;
 use crate::model::{KeyValue, LogRecord, Span, Value};
 
 /// An attribute value as JSON.

@@ -8,7 +8,10 @@ use std::fmt::Write as _;
 
 use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr as _};
 
-use super::{Layout, TraceView, format_duration, span_duration, summary_line};
+use super::format::{format_duration, span_duration};
+use super::layout::Layout;
+use super::summary::summary_line;
+use super::view::TraceView;
 use crate::model::{Span, SpanId, Status, TraceId};
 use crate::stream::{HopPart, StreamHop};
 

@@ -1,11 +1,10 @@
-//! What a renderer is given: one trace with everything resolved ([`TraceView`]), and the line
-//! outputs of a terminal ([`Output`]).
+//! What a renderer is given: one trace with everything resolved ([`TraceView`]).
 
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
 
-use super::{HopNames, Layout, Summary, layout};
-use crate::diagnose::Finding;
+use super::hops::HopNames;
+use super::layout::{Layout, layout};
+use super::summary::Summary;
 use crate::model::{LogRecord, Span, SpanId, Status, TraceId};
 
 /// One trace, ready to draw: its spans laid out as a tree, the targets of its links resolved
@@ -154,45 +153,5 @@ impl<'a> TraceView<'a> {
     /// The summary line's facts.
     pub fn summary(&self) -> Summary {
         self.layout.summary(self.names)
-    }
-}
-
-/// The line outputs: the terminal's waterfall (coloured or not) or one JSON object a line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Output {
-    /// The waterfall, then its summary line.
-    Text {
-        /// ANSI colours.
-        colour: bool,
-    },
-    /// One JSON object a line.
-    Json,
-}
-
-impl Output {
-    /// Writes `trace`: its waterfall (ending with the summary line), or one JSON line.
-    pub fn trace(self, trace: &TraceView<'_>, out: &mut String) {
-        match self {
-            Output::Json => {
-                out.push_str(&super::json::trace(trace).to_string());
-                out.push('\n');
-            }
-            Output::Text { colour } => super::text::render(trace, colour, out),
-        }
-    }
-
-    /// Writes `findings`, one line each: `error[lost-context] message (docs/doctor.md#...)`,
-    /// or one JSON object.
-    pub fn findings(self, findings: &[Finding], out: &mut String) {
-        for finding in findings {
-            match self {
-                Output::Json => out.push_str(&finding.to_json()),
-                Output::Text { colour } => {
-                    let _ = write!(out, "{}", finding.painted(colour));
-                }
-            }
-            out.push('\n');
-        }
     }
 }
