@@ -82,6 +82,7 @@
 pub mod baggage_keys;
 mod body;
 pub mod classify;
+mod destination_rules;
 pub mod genai;
 pub mod httpconv;
 mod knobs;

@@ -56,7 +56,6 @@
 //! ```
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use lens_core::policy::OutboundDecision;
 use lens_core::policy::{InboundContext, InboundPolicy, InboundRequest};
@@ -67,6 +66,7 @@ use opentelemetry::{Context, KeyValue, StringValue};
 use opentelemetry_semantic_conventions::attribute as semconv;
 
 use crate::classify::{Classify, Outcome};
+use crate::destination_rules::DestinationRules;
 use crate::{Adapter, LiveSpan, SpanOptions};
 
 /// The kind of a messaging operation (`messaging.operation.type`).
@@ -411,7 +411,7 @@ impl<'a> Operation<'a> {
 #[derive(Clone, Debug, Default)]
 pub struct DestinationPolicy {
     default: InboundPolicy,
-    rules: Arc<[(String, InboundPolicy)]>,
+    rules: DestinationRules<InboundPolicy>,
 }
 
 impl From<InboundPolicy> for DestinationPolicy {
@@ -426,15 +426,13 @@ impl DestinationPolicy {
     pub fn new(default: InboundPolicy) -> Self {
         DestinationPolicy {
             default,
-            rules: Arc::from(Vec::new()),
+            rules: DestinationRules::default(),
         }
     }
 
     /// `policy` for destinations matching `pattern` (after the rules added before it).
     pub fn for_destination(mut self, pattern: impl Into<String>, policy: InboundPolicy) -> Self {
-        let mut rules = self.rules.to_vec();
-        rules.push((pattern.into(), policy));
-        self.rules = Arc::from(rules);
+        self.rules = self.rules.with(pattern.into(), policy);
         self
     }
 
@@ -442,8 +440,7 @@ impl DestinationPolicy {
     #[inline]
     pub fn policy_for(&self, destination: &str) -> &InboundPolicy {
         self.rules
-            .iter()
-            .find(|(pattern, _)| subject_matches(pattern, destination))
+            .find(destination)
             .map_or(&self.default, |(_, policy)| policy)
     }
 }
@@ -475,7 +472,7 @@ impl DestinationPolicy {
 #[derive(Clone, Debug, Default)]
 pub struct OutboundDestinationPolicy {
     default: OutboundPolicy,
-    rules: Arc<[(String, OutboundPolicy)]>,
+    rules: DestinationRules<OutboundPolicy>,
 }
 
 impl From<OutboundPolicy> for OutboundDestinationPolicy {
@@ -490,15 +487,13 @@ impl OutboundDestinationPolicy {
     pub fn new(default: OutboundPolicy) -> Self {
         OutboundDestinationPolicy {
             default,
-            rules: Arc::from(Vec::new()),
+            rules: DestinationRules::default(),
         }
     }
 
     /// `policy` for destinations matching `pattern` (after the rules added before it).
     pub fn for_destination(mut self, pattern: impl Into<String>, policy: OutboundPolicy) -> Self {
-        let mut rules = self.rules.to_vec();
-        rules.push((pattern.into(), policy));
-        self.rules = Arc::from(rules);
+        self.rules = self.rules.with(pattern.into(), policy);
         self
     }
 
@@ -506,8 +501,7 @@ impl OutboundDestinationPolicy {
     #[inline]
     pub fn policy_for(&self, destination: &str) -> &OutboundPolicy {
         self.rules
-            .iter()
-            .find(|(pattern, _)| subject_matches(pattern, destination))
+            .find(destination)
             .map_or(&self.default, |(_, policy)| policy)
     }
 
@@ -533,52 +527,26 @@ impl OutboundDestinationPolicy {
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct DestinationTemplates {
-    patterns: Arc<[String]>,
+    patterns: DestinationRules<()>,
 }
 
 impl DestinationTemplates {
     /// Adds `pattern` (after those added before it).
     pub fn with(mut self, pattern: impl Into<String>) -> Self {
-        let mut patterns = self.patterns.to_vec();
-        patterns.push(pattern.into());
-        self.patterns = Arc::from(patterns);
+        self.patterns = self.patterns.with(pattern.into(), ());
         self
     }
 
     /// The first declared template `destination` matches.
     #[inline]
     pub fn template_for(&self, destination: &str) -> Option<&str> {
-        self.patterns
-            .iter()
-            .find(|pattern| subject_matches(pattern, destination))
-            .map(String::as_str)
+        self.patterns.find(destination).map(|(pattern, ())| pattern)
     }
 
     /// Whether no template is declared.
     pub fn is_empty(&self) -> bool {
         self.patterns.is_empty()
     }
-}
-
-/// Whether `subject` matches the NATS-style `pattern`.
-fn subject_matches(pattern: &str, subject: &str) -> bool {
-    let mut subject = subject.split('.');
-    for token in pattern.split('.') {
-        match token {
-            ">" => return subject.next().is_some(),
-            "*" => {
-                if subject.next().is_none() {
-                    return false;
-                }
-            }
-            exact => {
-                if subject.next() != Some(exact) {
-                    return false;
-                }
-            }
-        }
-    }
-    subject.next().is_none()
 }
 
 impl<A: Adapter, P> SpanOptions<A, P> {
@@ -730,20 +698,6 @@ impl<A: Adapter> SpanOptions<A, DestinationPolicy> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn subject_patterns() {
-        assert!(subject_matches("a.b", "a.b"));
-        assert!(!subject_matches("a.b", "a.b.c"));
-        assert!(!subject_matches("a.b.c", "a.b"));
-        assert!(subject_matches("a.*", "a.b"));
-        assert!(!subject_matches("a.*", "a"));
-        assert!(!subject_matches("a.*", "a.b.c"));
-        assert!(subject_matches("a.>", "a.b.c"));
-        assert!(!subject_matches("a.>", "a"));
-        assert!(subject_matches(">", "x"));
-        assert!(!subject_matches("a.b", "a.x"));
-    }
 
     #[test]
     fn span_names_and_temporary_destinations() {
