@@ -9,7 +9,7 @@ use lens_watch::decode::Batch;
 
 use crate::files;
 
-/// The save file: shared with [`stop_at_once`] during a stop.
+/// The save file: shared with [`super::stop::stop_at_once`] during a stop.
 pub(crate) type Save = Option<(PathBuf, BufWriter<File>)>;
 
 /// Opens the --save file for appending (created if need be). A file that ends mid-line (a run
