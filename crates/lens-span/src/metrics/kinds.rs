@@ -1,8 +1,6 @@
 //! [`Instruments`]: the kinds of call, their duration buckets, and the metric attribute keys
 //! the conventions name for each.
 
-#[cfg(test)]
-use opentelemetry::Key;
 use opentelemetry_semantic_conventions::attribute as attr;
 
 use crate::rpc::RpcConventions;
@@ -103,7 +101,7 @@ impl Instruments {
 
     /// Whether the span attribute `key` is a metric attribute of this kind of call.
     #[cfg(test)]
-    pub(super) fn keeps(self, key: &Key) -> bool {
+    pub(super) fn keeps(self, key: &opentelemetry::Key) -> bool {
         self.slot(key.as_str()).is_some()
     }
 
