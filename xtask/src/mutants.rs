@@ -11,7 +11,7 @@ usage: cargo xtask mutants [-- CARGO-MUTANTS-ARGS...]
 
 Runs `cargo mutants -p lens-core` restricted to the codec modules:
   crates/lens-core/src/traceparent.rs, tracestate.rs, lexical.rs, baggage/*.rs,
-  carrier/json/*.rs, propagator.rs, carrier/header.rs
+  carrier/json/*.rs, propagator/*.rs, carrier/header.rs
 Builds at opt-level 1 (the property tests then take about a second, so a mutant costs
 5-10 s) and, unless the arguments name tests after their own `--`, runs lens-core's unit and
 integration tests (`--lib --tests`; doctests would be compiled again for every mutant).
@@ -26,7 +26,7 @@ const CODEC_FILES: &[&str] = &[
     "crates/lens-core/src/lexical.rs",
     "crates/lens-core/src/baggage/*.rs",
     "crates/lens-core/src/carrier/json/*.rs",
-    "crates/lens-core/src/propagator.rs",
+    "crates/lens-core/src/propagator/*.rs",
     "crates/lens-core/src/carrier/header.rs",
 ];
 
