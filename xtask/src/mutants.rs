@@ -10,23 +10,23 @@ const MUTANTS_HELP: &str = "\
 usage: cargo xtask mutants [-- CARGO-MUTANTS-ARGS...]
 
 Runs `cargo mutants -p lens-core` restricted to the codec modules:
-  crates/lens-core/src/traceparent.rs, tracestate.rs, lexical.rs, baggage/*.rs,
-  carrier/json.rs, propagator.rs, carrier/header.rs
+  crates/lens-core/src/traceparent.rs, tracestate/*.rs, lexical.rs, baggage/*.rs,
+  carrier/json/*.rs, propagator/*.rs, carrier/header.rs
 Builds at opt-level 1 (the property tests then take about a second, so a mutant costs
 5-10 s) and, unless the arguments name tests after their own `--`, runs lens-core's unit and
 integration tests (`--lib --tests`; doctests would be compiled again for every mutant).
 Arguments after `--` go to cargo-mutants (e.g. `-- --jobs 2` or `-- --list`); one module at a
-time: `-- --re 'src/tracestate.rs'`.
+time: `-- --re 'src/tracestate/'`.
 Needs cargo-mutants: `cargo install cargo-mutants`. Results land in mutants.out/.";
 
 /// The files whose mutants are tried.
 const CODEC_FILES: &[&str] = &[
     "crates/lens-core/src/traceparent.rs",
-    "crates/lens-core/src/tracestate.rs",
+    "crates/lens-core/src/tracestate/*.rs",
     "crates/lens-core/src/lexical.rs",
     "crates/lens-core/src/baggage/*.rs",
-    "crates/lens-core/src/carrier/json.rs",
-    "crates/lens-core/src/propagator.rs",
+    "crates/lens-core/src/carrier/json/*.rs",
+    "crates/lens-core/src/propagator/*.rs",
     "crates/lens-core/src/carrier/header.rs",
 ];
 
