@@ -10,7 +10,9 @@
 //! processor into a discarding exporter, lens's propagator installed as the global one for the
 //! by-hand arms.
 //!
-//! * Publish throughput, five arms alternated in rounds (the order rotating): `bare`
+//! * Publish throughput, five arms alternated in rounds (the order from [`order`], a balanced
+//!   design: each arm follows each other arm equally often; the exporter idle as each arm's
+//!   loop starts): `bare`
 //!   (async-nats `publish_with_headers` with a `traceparent` header of the same 55 bytes lens
 //!   writes), `hand` (the least code that does it by hand, what the NeMo Lens page shows: a
 //!   PRODUCER span, inject through the global propagator into a fresh `HeaderMap`, publish),
@@ -96,7 +98,7 @@ static GLOBAL: Counting = Counting;
 
 /// Messages per arm per round, timed rounds, messages per allocation count.
 const PER_ROUND: usize = 2_000;
-const ROUNDS: usize = 61;
+const ROUNDS: usize = 300;
 const ALLOC_MESSAGES: usize = 5_000;
 const PAYLOAD: [u8; 128] = [b'x'; 128];
 /// A `traceparent` of the length lens writes (55 bytes), for the bare arm and the consumers.
@@ -218,6 +220,8 @@ struct Bench {
     traced: lens_nats::TracedClient,
     consumer: lens_nats::Consumer,
     tracer: SdkTracer,
+    /// Flushed before each timed loop: see [`Bench::idle_exporter`].
+    provider: SdkTracerProvider,
     payload: Bytes,
     port: u16,
     /// The parent of the unsampled arm (built once: its cost is not the arm's).
@@ -269,8 +273,16 @@ impl Bench {
         }
     }
 
+    /// Exports every span ended so far (untimed), so that an arm's loop starts with the
+    /// exporting thread idle: each arm pays for exporting its own spans (the exporting thread
+    /// shares the allocator and the cores with the client's), not for the arm's before it.
+    fn idle_exporter(&self) {
+        self.provider.force_flush().unwrap();
+    }
+
     /// Publishes `n` messages with `arm`, then flushes (they reached the server).
     async fn publish_many(&self, arm: Arm, n: usize) -> Duration {
+        self.idle_exporter();
         let started = Stopwatch::start();
         for _ in 0..n {
             self.publish(arm, "bench.publish").await;
@@ -309,6 +321,7 @@ impl Bench {
         // A consumer loop with no span of its own: lens's `process` span then has no link to
         // add (the by-hand arms add none either).
         let _no_span = Context::new().attach();
+        self.idle_exporter();
         let started = Stopwatch::start();
         for _ in 0..n {
             match arm {
@@ -382,6 +395,22 @@ fn subject_of(arm: Arm) -> &'static str {
     }
 }
 
+/// The order of the arms (their places in [`ARMS`]) in round `round`: a Williams design, ten
+/// orders repeated, in which each arm runs right after each other arm equally often (twice in
+/// ten rounds) and in each place equally often. An arm's time depends on the arm before it (the
+/// allocator's and the caches' state it leaves: the same code measured 92% of conv's
+/// throughput right after conv, 97% right before it), so a fixed rotation, where an arm mostly
+/// follows the same one, would charge one arm for its neighbour.
+fn order(round: usize) -> [usize; 5] {
+    const FIRST: [usize; 5] = [0, 1, 4, 2, 3];
+    let shift = round % 5;
+    let mut order = FIRST.map(|i| (i + shift) % 5);
+    if (round / 5) % 2 == 1 {
+        order.reverse();
+    }
+    order
+}
+
 /// (median, first quartile, third quartile) of `values`.
 fn quartiles(values: &mut [f64]) -> (f64, f64, f64) {
     values.sort_by(f64::total_cmp);
@@ -417,6 +446,7 @@ fn main() {
             consumer: lens_nats::Consumer::new().with_tracer(tracer.clone()),
             client,
             tracer: tracer.clone(),
+            provider: provider.clone(),
             payload: Bytes::from_static(&PAYLOAD),
             port: server.port(),
             unsampled: parent(TraceFlags::NOT_SAMPLED),
@@ -462,19 +492,27 @@ fn main() {
         // Publish throughput.
         let mut times: [Vec<Duration>; 5] = Default::default();
         for round in 0..ROUNDS {
-            for k in 0..ARMS.len() {
-                let i = (round + k) % ARMS.len();
+            for i in order(round) {
                 times[i].push(bench.publish_many(ARMS[i], PER_ROUND).await);
             }
         }
         println!("\npublish ({PER_ROUND} messages and a flush per arm per round):");
         report(&times);
+        // The target's own ratio, per round: conv's time over lens's (lens's throughput as a
+        // share of conv's).
+        let (conv, lens) = (place(Arm::Conventions), place(Arm::Lens));
+        let (m, q1, q3) = per_round(&times[conv], &times[lens]);
+        println!(
+            "  lens vs conv: throughput {:.1}% of conv's (q1 {:.1}%, q3 {:.1}%)",
+            m * 100.0,
+            q1 * 100.0,
+            q3 * 100.0
+        );
 
         // Consume: the messages are published before each arm's timed loop.
         let mut times: [Vec<Duration>; 5] = Default::default();
         for round in 0..ROUNDS {
-            for k in 0..ARMS.len() {
-                let i = (round + k) % ARMS.len();
+            for i in order(round) {
                 bench
                     .feed(subject_of(ARMS[i]), PER_ROUND, &mut subscribers.fence)
                     .await;
@@ -483,6 +521,14 @@ fn main() {
         }
         println!("\nconsume ({PER_ROUND} messages drained per arm per round):");
         report(&times);
+        // Lens's time over conv's, per round: its cost per message as a share of conv's.
+        let (m, q1, q3) = per_round(&times[lens], &times[conv]);
+        println!(
+            "  lens vs conv: cost {:.1}% of conv's (q1 {:.1}%, q3 {:.1}%)",
+            m * 100.0,
+            q1 * 100.0,
+            q3 * 100.0
+        );
 
         // Allocations per message, every thread counted.
         println!("\nallocations per message ({ALLOC_MESSAGES} messages after as many unmeasured):");
@@ -502,6 +548,21 @@ fn main() {
         }
     });
     drop(provider);
+}
+
+/// The place of `arm` in [`ARMS`] (and in the times).
+fn place(arm: Arm) -> usize {
+    ARMS.iter().position(|a| *a == arm).unwrap()
+}
+
+/// (median, first quartile, third quartile) of `a / b`, round by round.
+fn per_round(a: &[Duration], b: &[Duration]) -> (f64, f64, f64) {
+    let mut ratios: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .map(|(a, b)| a.as_secs_f64() / b.as_secs_f64())
+        .collect();
+    quartiles(&mut ratios)
 }
 
 fn name(arm: Arm) -> &'static str {
