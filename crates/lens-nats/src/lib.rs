@@ -64,6 +64,7 @@
 mod carrier;
 mod consume;
 mod error;
+mod interned;
 mod publish;
 
 use async_nats::Client;
@@ -131,10 +132,19 @@ struct Server {
 }
 
 impl Server {
-    fn new(address: String, port: Option<u16>) -> Self {
+    /// A server the user configured (`with_server`, a `connect` URL): its address static text
+    /// (`interned::configured_address` says why).
+    fn configured(address: String, port: Option<u16>) -> Self {
         Server {
-            // Shared text: each span's `server.address` is a reference count, not a copy.
-            address: StringValue::from(std::sync::Arc::<str>::from(address)),
+            address: interned::configured_address(address),
+            port,
+        }
+    }
+
+    /// A server the cluster advertised: what a peer sent, shared text.
+    fn advertised(address: String, port: Option<u16>) -> Self {
+        Server {
+            address: interned::advertised_address(address),
             port,
         }
     }
@@ -158,7 +168,15 @@ impl Server {
             .or_else(|| pool.iter().find(connected))
             .or(only)?;
         let host = server.addr.host();
-        (!host.is_empty()).then(|| Server::new(host.to_owned(), Some(server.addr.port())))
+        if host.is_empty() {
+            return None;
+        }
+        let port = Some(server.addr.port());
+        Some(if server.is_discovered {
+            Server::advertised(host.to_owned(), port)
+        } else {
+            Server::configured(host.to_owned(), port)
+        })
     }
 }
 

@@ -92,7 +92,7 @@ impl Consumer {
     /// connected to, as the URL or options given to `connect` name it, read once before a
     /// wrapper's first span).
     pub fn with_server(mut self, address: impl Into<String>, port: Option<u16>) -> Self {
-        self.server = Some(Server::new(address.into(), port));
+        self.server = Some(Server::configured(address.into(), port));
         self
     }
 

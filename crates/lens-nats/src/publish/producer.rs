@@ -99,7 +99,7 @@ impl Producer {
     /// connected to, as the URL or options given to `connect` name it, read once before the
     /// first publish). The outbound policy decides by this address.
     pub fn with_server(mut self, address: impl Into<String>, port: Option<u16>) -> Self {
-        self.server = Some(Server::new(address.into(), port));
+        self.server = Some(Server::configured(address.into(), port));
         self
     }
 
