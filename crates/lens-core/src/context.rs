@@ -28,10 +28,10 @@ use opentelemetry::baggage::{Baggage, BaggageExt};
 use opentelemetry::trace::{SpanContext, TraceContextExt};
 use opentelemetry::{Context, TraceId};
 
-use crate::Limits;
 use crate::baggage::{
     BaggageError, BaggageList, SentHeader, list_from_otel, parse_to_otel, to_otel_baggage,
 };
+use crate::limits::Limits;
 use crate::tracestate::TraceStateList;
 
 /// lens's own copies, stored as one Context value so that extract adds a single entry.

@@ -33,7 +33,7 @@ use opentelemetry::Context;
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::{SpanContext, TraceContextExt};
 
-use crate::HeaderCarrier;
+use crate::carrier::HeaderCarrier;
 use crate::propagator::{W3cPropagator, propagator};
 
 /// What an inbound request's propagated context may do.

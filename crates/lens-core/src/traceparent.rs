@@ -14,8 +14,8 @@ use std::fmt;
 use opentelemetry::trace::{SpanContext, TraceFlags, TraceState};
 use opentelemetry::{SpanId, TraceId};
 
-use crate::Limits;
 use crate::lexical::{lower_hex_value, trim_ows};
+use crate::limits::Limits;
 
 /// Length of a version-00 traceparent.
 pub const TRACEPARENT_LEN: usize = 55;

@@ -42,7 +42,7 @@ macro_rules! span_knobs {
             /// process-wide one.
             pub fn with_propagator(mut self, propagator: $crate::__private::W3cPropagator) -> Self {
                 self.options_mut()
-                    .set_propagation($crate::Propagation::with(propagator));
+                    .set_propagation($crate::__private::Propagation::with(propagator));
                 self
             }
 
@@ -51,7 +51,7 @@ macro_rules! span_knobs {
             /// lens's. The policy still decides what is trusted and what goes where.
             pub fn with_global_propagator(mut self) -> Self {
                 self.options_mut()
-                    .set_propagation($crate::Propagation::global());
+                    .set_propagation($crate::__private::Propagation::global());
                 self
             }
 
@@ -79,7 +79,7 @@ macro_rules! span_knobs {
             pub fn with_filter<F, D>(mut self, filter: F) -> Self
             where
                 F: Fn(&$req) -> D + Send + Sync + 'static,
-                D: Into<$crate::FilterDecision>,
+                D: Into<$crate::__private::FilterDecision>,
             {
                 self.options_mut()
                     .set_filter(move |req: &$req| filter(req).into());

@@ -105,15 +105,4 @@ pub use propagation::{HeaderInjector, MessageCarrier, Propagation};
 
 /// What [`span_knobs!`] needs to name from the crates this one depends on.
 #[doc(hidden)]
-pub mod __private {
-    pub use lens_core::W3cPropagator;
-    pub use opentelemetry::KeyValue;
-    pub use opentelemetry::metrics::Meter;
-    pub use opentelemetry::trace::{SpanRef, Tracer};
-
-    /// The policy knob's argument as the adapter's policy type (`impl Into<P>` or `P` itself).
-    #[inline]
-    pub fn policy_into<P, Q: Into<P>>(policy: Q) -> P {
-        policy.into()
-    }
-}
+pub mod __private;

@@ -5,8 +5,8 @@
 use opentelemetry::trace::{Link, SpanKind, TraceContextExt};
 use opentelemetry::{Context, KeyValue};
 
+use crate::lifecycle::{Adapter, LiveSpan, SpanOptions};
 use crate::messaging::{DestinationPolicy, Operation};
-use crate::{Adapter, LiveSpan, SpanOptions};
 
 impl<A: Adapter> SpanOptions<A, DestinationPolicy> {
     /// Starts the CONSUMER `process` span of one message whose carrier was rejected whole by

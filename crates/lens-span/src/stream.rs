@@ -27,7 +27,7 @@ use std::time::SystemTime;
 
 use opentelemetry::KeyValue;
 
-use crate::LiveSpan;
+use crate::lifecycle::LiveSpan;
 
 /// Span event: the response head arrived (CLIENT spans of streamed responses).
 pub const HEAD_EVENT: &str = "lens.stream.head";

@@ -1,6 +1,6 @@
 //! Finding a repeated key while parsing without comparing it to every member kept.
 
-use super::BaggageEntry;
+use super::entry::BaggageEntry;
 
 /// Open-addressing hash index from key to entry position, built only once a list grows past
 /// [`KeyIndex::LINEAR`] members (a plain scan is faster below that). Its size follows the number

@@ -1,7 +1,7 @@
 //! The grammar of one baggage member (docs/propagation-rules.md#baggage): the single-pass scanner every baggage parse
 //! goes through, the properties rule, and the one writer of a member as lens sends it.
 
-use super::BaggageIssueReason;
+use super::issue::BaggageIssueReason;
 use super::percent::{canonical_escape, encode_value};
 use crate::lexical::{is_ows, is_tchar, is_token, skip_ows, split_byte, split_once_byte, trim_ows};
 

@@ -3,11 +3,11 @@
 
 use opentelemetry::baggage::{Baggage, BaggageMetadata};
 
-use super::BaggageList;
 use super::keys::otel_key;
+use super::list::BaggageList;
 use super::member::{properties_len, write_member};
 use super::parse::OTEL_BAGGAGE_MAX;
-use crate::Limits;
+use crate::limits::Limits;
 
 /// The properties (trimmed) lens sends with one opentelemetry entry, when they are valid
 /// (docs/propagation-rules.md#baggage); `None` otherwise.

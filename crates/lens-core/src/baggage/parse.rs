@@ -7,15 +7,16 @@ use std::borrow::Cow;
 
 use opentelemetry::baggage::{Baggage, BaggageMetadata};
 
+use super::entry::BaggageEntry;
 use super::index::KeyIndex;
+use super::issue::{BaggageIssue, BaggageIssueReason};
 use super::keys::otel_key;
 use super::member::{
     Scanned, ScannedMember, member_len, member_text, scan_member, write_member, write_properties,
 };
 use super::percent::{decode_value, encoded_len};
-use super::{BaggageEntry, BaggageIssue, BaggageIssueReason};
-use crate::Limits;
 use crate::lexical::trim_ows;
+use crate::limits::Limits;
 
 /// Most entries opentelemetry's `Baggage` holds.
 pub(crate) const OTEL_BAGGAGE_MAX: usize = 64;
@@ -307,7 +308,7 @@ impl Sink for ListSink {
     }
 
     fn write_header(&self, out: &mut String) {
-        super::write_entries(&self.entries, out);
+        super::entry::write_entries(&self.entries, out);
     }
 }
 

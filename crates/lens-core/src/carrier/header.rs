@@ -5,9 +5,9 @@ use std::borrow::Cow;
 use http::header::{GetAll, HeaderMap, HeaderName, HeaderValue};
 use opentelemetry::propagation::{Extractor, Injector};
 
-use crate::propagator::Outbound;
+use crate::propagator::outbound::Outbound;
+use crate::propagator::w3c::{BAGGAGE_HEADER, TRACEPARENT_HEADER, TRACESTATE_HEADER};
 use crate::traceparent::TraceParent;
-use crate::{BAGGAGE_HEADER, TRACEPARENT_HEADER, TRACESTATE_HEADER};
 
 const TRACEPARENT: HeaderName = HeaderName::from_static(TRACEPARENT_HEADER);
 const TRACESTATE: HeaderName = HeaderName::from_static(TRACESTATE_HEADER);

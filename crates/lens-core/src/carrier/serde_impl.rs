@@ -9,9 +9,11 @@
 //! UTF-8 (a format such as msgpack may hand over such a string as bytes), or when it is larger
 //! than [`Limits::carrier_bytes`] counted as its JSON encoding's size (strings unescaped).
 
+use super::error::CarrierError;
+use super::json_carrier::Carrier;
 use super::last_wins::LastWins;
-use super::{Carrier, CarrierError, Lines as Stored};
-use crate::Limits;
+use super::lines::Lines as Stored;
+use crate::limits::Limits;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use std::borrow::Cow;

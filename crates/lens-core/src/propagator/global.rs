@@ -93,7 +93,7 @@ pub fn extract_json_context(json: &[u8]) -> Context {
 /// assert!(extract_carrier_context(Some(&carrier)).span().span_context().is_remote());
 /// assert!(!extract_carrier_context(None).span().span_context().is_valid());
 /// ```
-pub fn extract_carrier_context(carrier: Option<&crate::Carrier>) -> Context {
+pub fn extract_carrier_context(carrier: Option<&crate::carrier::Carrier>) -> Context {
     callers_context_unless(carrier.map(|carrier| extract_context(carrier)))
 }
 

@@ -7,9 +7,10 @@ use opentelemetry::baggage::BaggageExt;
 use opentelemetry::propagation::{Injector, TextMapPropagator};
 use opentelemetry::trace::TraceContextExt;
 
+use super::outbound::Outbound;
 use super::w3c::{BAGGAGE_HEADER, TRACEPARENT_HEADER, TRACESTATE_HEADER, W3cPropagator};
-use crate::HeaderCarrier;
 use crate::baggage::header_from_otel as baggage_header_from_otel;
+use crate::carrier::HeaderCarrier;
 use crate::carrier::json::write_fields;
 use crate::context::LensState;
 use crate::traceparent::TraceParent;
@@ -141,15 +142,6 @@ impl Injector for JsonFields {
             *slot = Some(value);
         }
     }
-}
-
-/// Where [`W3cPropagator`] writes what it injects: any `Injector` (through [`Through`]), or an
-/// `http::HeaderMap` written directly (`carrier/header.rs`).
-pub(crate) trait Outbound {
-    /// Sets the `traceparent` of `tp`.
-    fn traceparent(&mut self, tp: &TraceParent);
-    /// Sets header `name` (`tracestate` or `baggage`) to `value`.
-    fn header(&mut self, name: &'static str, value: Cow<'_, str>);
 }
 
 /// An `Injector` as an [`Outbound`]: every value handed over as a `String`.

@@ -5,8 +5,8 @@ use opentelemetry::Context;
 use opentelemetry::propagation::text_map_propagator::FieldIter;
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 
-use crate::Limits;
 use crate::context::{extract_baggage, extracted_context};
+use crate::limits::Limits;
 
 /// Header name of the trace parent.
 pub const TRACEPARENT_HEADER: &str = "traceparent";

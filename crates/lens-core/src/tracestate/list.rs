@@ -4,8 +4,8 @@ use opentelemetry::trace::TraceState;
 
 use super::error::TraceStateError;
 use super::parse::{MemberSink, otel_accepts_key, parse_members, valid_key, valid_value};
-use crate::Limits;
 use crate::lexical::split_once_byte;
+use crate::limits::Limits;
 
 /// An ordered, validated tracestate list, with the header lens sends for it.
 ///

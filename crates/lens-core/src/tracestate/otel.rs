@@ -6,7 +6,7 @@ use opentelemetry::trace::TraceState;
 
 use super::list::TraceStateList;
 use super::parse::{MemberSink, otel_accepts_key, parse_members, valid_value};
-use crate::Limits;
+use crate::limits::Limits;
 
 /// Most members extract keeps on the stack before it falls back to a [`TraceStateList`].
 const INLINE_MEMBERS: usize = 8;

@@ -2,8 +2,8 @@
 //! (docs/propagation-rules.md#tracestate).
 
 use super::error::TraceStateError;
-use crate::Limits;
 use crate::lexical::{skip_ows, split_once_byte, trim_ows};
+use crate::limits::Limits;
 
 /// Longest key: a first character and up to 255 more.
 const MAX_KEY_LEN: usize = 256;

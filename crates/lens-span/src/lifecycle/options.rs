@@ -8,10 +8,10 @@ use lens_core::random_flag::SpanStarter;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::{SpanRef, Tracer};
 
-use crate::Propagation;
 use crate::classify::{Classify, Failure};
 use crate::genai::GenAi;
 use crate::metrics::{Instruments, OptIn, Recorder};
+use crate::propagation::Propagation;
 
 use super::adapter::{
     Adapter, FilterDecision, FilterFn, OnFailureFn, RequestAttributesFn, SpanNameFn,

@@ -7,7 +7,7 @@ use opentelemetry::propagation::Extractor;
 use opentelemetry::trace::{Link, SpanKind, TraceContextExt};
 use opentelemetry::{Context, KeyValue};
 
-use crate::{Adapter, LiveSpan, SpanOptions};
+use crate::lifecycle::{Adapter, LiveSpan, SpanOptions};
 
 use super::operation::Operation;
 use super::policies::DestinationPolicy;

@@ -2,12 +2,13 @@
 //! the entry points and what they return.
 
 use super::parser::Parser;
-use crate::Limits;
-use crate::carrier::{CarrierError, Lines};
-use std::borrow::Cow;
+use super::propagation_lines::PropagationLines;
+use crate::carrier::error::CarrierError;
+use crate::carrier::lines::Lines;
+use crate::limits::Limits;
 
 /// Parses a JSON carrier: see [`crate::carrier::Carrier::from_json_bytes_with_limits`].
-pub(in crate::carrier) fn parse_carrier(
+pub(crate) fn parse_carrier(
     bytes: &[u8],
     limits: &Limits,
 ) -> Result<Vec<(String, Lines)>, CarrierError> {
@@ -66,24 +67,4 @@ fn parse_top<'a, T>(
         Some(entries) => Ok(entries),
         None => Err(CarrierError::NotAnObject),
     }
-}
-
-/// The lines of one propagation header in a JSON carrier.
-#[derive(Debug, Default)]
-pub(crate) enum JsonLines<'a> {
-    /// No such key, an empty array, or a value of an ignored type.
-    #[default]
-    Absent,
-    /// A string.
-    One(Cow<'a, str>),
-    /// An array of strings.
-    Many(Vec<Cow<'a, str>>),
-}
-
-/// `traceparent`, `tracestate` and `baggage` of a JSON carrier.
-#[derive(Debug, Default)]
-pub(crate) struct PropagationLines<'a> {
-    pub(crate) traceparent: JsonLines<'a>,
-    pub(crate) tracestate: JsonLines<'a>,
-    pub(crate) baggage: JsonLines<'a>,
 }

@@ -1,11 +1,11 @@
 //! Encoding the carrier as JSON, exactly as Python's `json.dumps` would (docs/propagation-rules.md#json-byte-format).
 
-use crate::carrier::Lines;
+use crate::carrier::lines::Lines;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Appends `{"k": "v", "k2": ["a", "b"]}` exactly as Python's `json.dumps` (ensure_ascii) would.
-pub(in crate::carrier) fn write_carrier(entries: &[(String, Lines)], out: &mut Vec<u8>) {
+pub(crate) fn write_carrier(entries: &[(String, Lines)], out: &mut Vec<u8>) {
     // Exact when nothing needs escaping; escapes only grow the Vec further.
     let mut estimate = 2;
     for (k, lines) in entries {

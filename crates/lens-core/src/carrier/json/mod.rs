@@ -4,9 +4,11 @@
 mod decode;
 mod encode;
 mod parser;
+mod propagation_lines;
 mod scan;
 
-pub(in crate::carrier) use decode::parse_carrier;
-pub(crate) use decode::{JsonLines, parse_propagation_lines};
-pub(in crate::carrier) use encode::write_carrier;
+pub(super) use decode::parse_carrier;
+pub(crate) use decode::parse_propagation_lines;
+pub(super) use encode::write_carrier;
 pub(crate) use encode::write_fields;
+pub(crate) use propagation_lines::JsonLines;

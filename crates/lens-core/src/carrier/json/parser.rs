@@ -1,10 +1,11 @@
 //! The JSON parser behind decoding: objects, strings, numbers and literals, within the depth
 //! limit.
 
-use super::decode::{JsonLines, PropagationLines};
+use super::propagation_lines::{JsonLines, PropagationLines};
 use super::scan::plain_run;
+use crate::carrier::error::CarrierError;
 use crate::carrier::last_wins::LastWins;
-use crate::carrier::{CarrierError, Lines};
+use crate::carrier::lines::Lines;
 use std::borrow::Cow;
 
 /// The value of one top-level key while parsing.
