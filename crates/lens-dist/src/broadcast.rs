@@ -4,8 +4,8 @@ use lens_core::{Carrier, propagator};
 use opentelemetry::Context;
 use opentelemetry::propagation::TextMapPropagator;
 
-use crate::collective::check_root;
-use crate::{Collective, DistError};
+use crate::collective::{Collective, check_root};
+use crate::error::DistError;
 
 /// Broadcasts the current Context of rank `src_rank` to every rank of `comm` (NeMo Lens
 /// `broadcast_trace_context(rank, src_rank)`); collective: every rank calls it with the same

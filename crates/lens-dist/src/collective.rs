@@ -1,6 +1,6 @@
 //! [`Collective`]: the two broadcasts the trace-context protocol needs, on any engine.
 
-use crate::DistError;
+use crate::error::DistError;
 
 /// A communicator of ranks that can broadcast from a root rank: the operations NeMo Lens's
 /// `broadcast_trace_context` needs from `torch.distributed` (a broadcast of one int64, then one of

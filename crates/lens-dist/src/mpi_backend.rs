@@ -6,8 +6,8 @@ use mpi::environment::Universe;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::Root;
 
-use crate::collective::check_root;
-use crate::{Collective, DistError};
+use crate::collective::{Collective, check_root};
+use crate::error::DistError;
 
 const BACKEND: &str = "MPI";
 

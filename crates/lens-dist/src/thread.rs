@@ -3,8 +3,8 @@
 use std::borrow::Cow;
 use std::sync::mpsc::{Receiver, Sender, channel};
 
-use crate::collective::check_root;
-use crate::{Collective, DistError};
+use crate::collective::{Collective, check_root};
+use crate::error::DistError;
 
 const BACKEND: &str = "thread group";
 

@@ -61,16 +61,20 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod adapter;
+mod attributes;
+mod broker;
 mod carrier;
 mod consume;
 mod error;
+mod inbox;
 mod interned;
+mod names;
 mod publish;
+mod server;
 
-use async_nats::Client;
-use async_nats::header::HeaderMap;
-use opentelemetry::StringValue;
-
+pub use adapter::MessageInfo;
+pub use attributes::{DUPLICATE, SEQUENCE, STREAM, SYSTEM};
 pub use carrier::NatsHeaders;
 pub use consume::{
     Consumer, ConsumerShared, Delivery, NatsMessage, Processing, ReceivedBatch, Subscription,
@@ -84,178 +88,3 @@ pub use lens_span::messaging::{
     OutboundDestinationPolicy,
 };
 pub use publish::{Producer, TracedClient, TracedJetStream, TracedPublishAck};
-
-/// `messaging.system` of every span lens-nats makes.
-pub const SYSTEM: &str = "nats";
-
-/// The JetStream stream of a message (publish: from the ack; process: from the message).
-pub const STREAM: &str = "messaging.nats.stream";
-
-/// The message's sequence in its JetStream stream (publish: from the ack; process: from the
-/// message), the same number on both sides.
-pub const SEQUENCE: &str = "messaging.nats.stream_sequence";
-
-/// Whether the stream found a JetStream publish a duplicate (its `Nats-Msg-Id` seen within the
-/// stream's duplicate window: not stored again), from the publish's ack.
-pub const DUPLICATE: &str = "messaging.nats.duplicate";
-
-/// What the hooks of lens-nats see of one operation (`with_filter`, `with_span_name`,
-/// `with_request_attributes`).
-#[derive(Clone, Copy, Debug)]
-#[non_exhaustive]
-pub struct MessageInfo<'a> {
-    /// The subject (for a `receive`: the destination named in [`Consumer::receive`]).
-    pub subject: &'a str,
-    /// The message's headers as the caller set them (publish) or as they arrived (process).
-    pub headers: Option<&'a HeaderMap>,
-    /// The payload (empty for a `receive`).
-    pub payload: &'a [u8],
-    /// Which operation.
-    pub operation: OperationType,
-}
-
-/// lens-nats as a lens-span adapter: what its hooks and its classifier see.
-#[derive(Debug)]
-pub(crate) struct Nats;
-
-impl lens_span::Adapter for Nats {
-    type Request<'a> = MessageInfo<'a>;
-    type Response<'a> = OperationStatus;
-    type Status = OperationStatus;
-}
-
-/// The broker's address for `server.address` / `server.port`.
-#[derive(Clone, Debug)]
-struct Server {
-    address: StringValue,
-    port: Option<u16>,
-}
-
-impl Server {
-    /// A server the user configured (`with_server`, a `connect` URL): its address static text
-    /// (`interned::configured_address` says why).
-    fn configured(address: String, port: Option<u16>) -> Self {
-        Server {
-            address: interned::configured_address(address),
-            port,
-        }
-    }
-
-    /// A server the cluster advertised: what a peer sent, shared text.
-    fn advertised(address: String, port: Option<u16>) -> Self {
-        Server {
-            address: interned::advertised_address(address),
-            port,
-        }
-    }
-
-    /// The server `client` connected to, as the user named it (the URL or the options given
-    /// to `connect`): never the address the server says it listens on (its `INFO` host, which
-    /// is `0.0.0.0` for a server listening on every interface). Of a pool of several servers,
-    /// the one whose last connection attempt succeeded (a configured one before one the
-    /// cluster advertised); `None` when the client cannot say (it is closed).
-    async fn connected(client: &Client) -> Option<Server> {
-        let pool = client.server_pool().await.ok()?;
-        let connected = |s: &&async_nats::Server| s.did_connect && s.failed_attempts == 0;
-        let only = match pool.as_slice() {
-            [only] => Some(only),
-            _ => None,
-        };
-        let server = pool
-            .iter()
-            .filter(connected)
-            .find(|s| !s.is_discovered)
-            .or_else(|| pool.iter().find(connected))
-            .or(only)?;
-        let host = server.addr.host();
-        if host.is_empty() {
-            return None;
-        }
-        let port = Some(server.addr.port());
-        Some(if server.is_discovered {
-            Server::advertised(host.to_owned(), port)
-        } else {
-            Server::configured(host.to_owned(), port)
-        })
-    }
-}
-
-/// Where one wrapper's `server.address` / `server.port` come from: what the user set, else
-/// the server its client connected to, read once (one round trip to the client's connection
-/// task) before the wrapper's first span.
-#[derive(Debug)]
-struct Broker {
-    client: Client,
-    server: std::sync::OnceLock<Option<Server>>,
-}
-
-impl Broker {
-    fn new(client: &Client, server: Option<Server>) -> Self {
-        let broker = Broker {
-            client: client.clone(),
-            server: std::sync::OnceLock::new(),
-        };
-        if let Some(server) = server {
-            let _ = broker.server.set(Some(server));
-        }
-        broker
-    }
-
-    /// The server, once known (`None` before [`Broker::resolve`], or when the client could
-    /// not say).
-    fn get(&self) -> Option<&Server> {
-        self.server.get().and_then(Option::as_ref)
-    }
-
-    fn is_resolved(&self) -> bool {
-        self.server.get().is_some()
-    }
-
-    /// Reads the server from the client the first time (a race reads it twice, harmlessly).
-    /// Once it is known, nothing is awaited: the read of the client's server pool is a future
-    /// of its own, boxed, made only before the first span, so that it takes no room in every
-    /// traced call's future (which each layer of the caller's code moves).
-    #[inline]
-    async fn resolve(&self) -> Option<&Server> {
-        if !self.is_resolved() {
-            self.read_server().await;
-        }
-        self.get()
-    }
-
-    /// The first read of the server (once per wrapper: one allocation, not one per call).
-    #[cold]
-    fn read_server(
-        &self,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + Sync + '_>> {
-        Box::pin(async move {
-            let server = Server::connected(&self.client).await;
-            let _ = self.server.set(server);
-        })
-    }
-}
-
-/// How a wrapper names destinations on its spans and metrics.
-#[derive(Clone, Debug, Default)]
-struct Names {
-    /// Declared destination templates.
-    templates: lens_span::messaging::DestinationTemplates,
-    /// Whether the metrics carry the subject (the user said subjects are few).
-    subjects_in_metrics: bool,
-    /// Whether spans record `messaging.message.body.size` (opt-in).
-    body_size: bool,
-}
-
-/// The prefix of `client`'s reply inboxes (`_INBOX.` unless configured), read once: replies
-/// go to subjects under it, temporary destinations.
-fn inbox_prefix(client: &Client) -> String {
-    let inbox = client.new_inbox();
-    match inbox.rsplit_once('.') {
-        Some((prefix, _)) => format!("{prefix}."),
-        None => inbox,
-    }
-}
-
-fn is_temporary(inbox_prefix: &str, subject: &str) -> bool {
-    !inbox_prefix.is_empty() && subject.starts_with(inbox_prefix)
-}

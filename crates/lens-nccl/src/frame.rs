@@ -15,7 +15,7 @@
 use lens_core::{Carrier, Limits};
 use opentelemetry::Context;
 
-use crate::context_carrier;
+use crate::context_bytes::context_carrier;
 use crate::error::{FrameDecodeError, FrameError};
 
 /// Default frame capacity, header included: 4 KiB.

@@ -1,63 +1,22 @@
 //! What [`crate::ClientLayer`] and [`crate::ServerLayer`] share: their configuration (lens-span's
-//! options plus the RPC conventions), what their hooks see, the attributes every call span
-//! starts with, and the tower plumbing of a layer and its service.
+//! options plus the RPC conventions), the attributes every call span starts with, and the tower
+//! plumbing of a layer and its service.
 
 use std::sync::Arc;
 
-use http::{HeaderMap, Uri};
+use lens_span::SpanOptions;
 use lens_span::metrics::Instruments;
 use lens_span::rpc::RpcConventions;
-use lens_span::{Adapter, SpanOptions};
 use opentelemetry::{KeyValue, Value};
 use opentelemetry_semantic_conventions::attribute::{SERVER_ADDRESS, SERVER_PORT};
-use tonic::Code;
 
-use crate::GrpcMethod;
+use crate::adapter::Grpc;
+use crate::method::GrpcMethod;
+use crate::response::CallEnd;
+use crate::status::SpanSide;
 
-/// What the filter, the span-name callback and the request-attribute hook of the gRPC layers
-/// see of a call.
-#[derive(Clone, Copy, Debug)]
-#[non_exhaustive]
-pub struct RequestInfo<'a> {
-    /// The method called.
-    pub method: GrpcMethod<'a>,
-    /// The request URI (a path only, on a tonic channel).
-    pub uri: &'a Uri,
-    /// The request metadata, as HTTP/2 headers.
-    pub headers: &'a HeaderMap,
-}
-
-impl<'a> RequestInfo<'a> {
-    /// The view of `request`.
-    pub(crate) fn of<B>(request: &'a http::Request<B>) -> Self {
-        RequestInfo {
-            method: GrpcMethod::from_path(request.uri().path()),
-            uri: request.uri(),
-            headers: request.headers(),
-        }
-    }
-}
-
-/// What the response-attribute hook of the gRPC layers sees: the call's status, and the headers
-/// or trailers it came in.
-#[derive(Clone, Copy, Debug)]
-#[non_exhaustive]
-pub struct ResponseInfo<'a> {
-    /// The gRPC status code.
-    pub code: Code,
-    /// The response headers (trailers-only responses) or trailers holding `grpc-status`; empty
-    /// for a call dropped before its status (`code` is then `CANCELLED`).
-    pub metadata: &'a HeaderMap,
-}
-
-/// The hooks of the gRPC layers see [`RequestInfo`] and [`ResponseInfo`].
-pub(crate) struct Grpc;
-
-impl Adapter for Grpc {
-    type Request<'a> = RequestInfo<'a>;
-    type Response<'a> = ResponseInfo<'a>;
-    type Status = Code;
-}
+/// The instrumentation scope of the client and server spans.
+pub const TRACER_NAME: &str = "lens-tonic";
 
 /// The configuration of a layer: lens-span's options with the side's policy `P`, the RPC
 /// conventions (read from the environment when the layer was built), and for clients the
@@ -86,8 +45,7 @@ impl<P> CallConfig<P> {
     /// conventions' schema URL), conventions from `OTEL_SEMCONV_STABILITY_OPT_IN`.
     pub(crate) fn new(policy: P, instruments: fn(RpcConventions) -> Instruments) -> Self {
         let conventions = RpcConventions::from_env();
-        let mut options =
-            SpanOptions::global(crate::TRACER_NAME, env!("CARGO_PKG_VERSION"), policy);
+        let mut options = SpanOptions::global(TRACER_NAME, env!("CARGO_PKG_VERSION"), policy);
         options.set_instruments(instruments(conventions));
         CallConfig {
             options,
@@ -98,8 +56,8 @@ impl<P> CallConfig<P> {
     }
 
     /// How the span of a call on `side` ends.
-    pub(crate) fn call_end(&self, side: crate::SpanSide) -> crate::CallEnd {
-        crate::CallEnd::new(side, self.conventions, self.options.responder())
+    pub(crate) fn call_end(&self, side: SpanSide) -> CallEnd {
+        CallEnd::new(side, self.conventions, self.options.responder())
     }
 
     /// The attributes a call span starts with (room for `server.address`, `server.port` and
@@ -168,7 +126,7 @@ macro_rules! layer_and_service {
         }
 
         impl $layer {
-            fn options_mut(&mut self) -> &mut lens_span::SpanOptions<crate::call::Grpc, $policy> {
+            fn options_mut(&mut self) -> &mut lens_span::SpanOptions<crate::adapter::Grpc, $policy> {
                 &mut self.config.options
             }
 
@@ -197,8 +155,8 @@ macro_rules! layer_and_service {
 
         lens_span::span_knobs!(
             $layer,
-            request: crate::RequestInfo<'_>,
-            response: crate::ResponseInfo<'_>,
+            request: crate::adapter::RequestInfo<'_>,
+            response: crate::adapter::ResponseInfo<'_>,
             status: tonic::Code,
             policy: $policy_fn($policy)
         );

@@ -15,7 +15,7 @@ use tonic::metadata::MetadataMap;
 use tonic::service::Interceptor;
 use tower_service::Service;
 
-use crate::RequestInfo;
+use crate::adapter::RequestInfo;
 use crate::call::{CallConfig, layer_and_service, push_server_address};
 use crate::metadata::{MetadataCarrier, set_metadata};
 use crate::response::ResponseFuture;
@@ -213,7 +213,7 @@ impl<S, B, ResB> Service<http::Request<B>> for ClientService<S>
 where
     S: Service<http::Request<B>, Response = http::Response<ResB>>,
 {
-    type Response = http::Response<crate::ResponseBody<ResB>>;
+    type Response = http::Response<crate::response::ResponseBody<ResB>>;
     type Error = S::Error;
     type Future = ResponseFuture<S::Future>;
 

@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use tonic::Status;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 
-use crate::Error;
+use crate::error::Error;
 
 /// Encodes `E` and decodes `D` as JSON (`serde_json`), one JSON document per gRPC message.
 ///

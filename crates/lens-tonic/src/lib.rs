@@ -47,23 +47,20 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod adapter;
 mod call;
 mod client;
 mod codec;
 mod error;
 mod metadata;
+mod method;
 mod ray;
 mod response;
 mod server;
 pub mod status;
 
-use std::borrow::Cow;
-
-use opentelemetry::propagation::TextMapPropagator;
-use opentelemetry::{Context, KeyValue};
-use tonic::metadata::MetadataMap;
-
-pub use call::{RequestInfo, ResponseInfo};
+pub use adapter::{RequestInfo, ResponseInfo};
+pub use call::TRACER_NAME;
 pub use client::{ClientInterceptor, ClientLayer, ClientService};
 pub use codec::{JsonCodec, JsonDecoder, JsonEncoder};
 pub use error::Error;
@@ -74,7 +71,8 @@ pub use lens_span::classify::{Classify, Failure, Outcome};
 /// What a call says it is with the GenAI opt-in (`with_gen_ai`, or per call: docs/streaming.md).
 pub use lens_span::genai::GenAi;
 pub use lens_span::rpc::RpcConventions;
-pub use metadata::MetadataCarrier;
+pub use metadata::{MetadataCarrier, extract_metadata, inject_metadata};
+pub use method::GrpcMethod;
 pub use ray::{
     OTEL_CARRIER_FIELD, RAY_TRACER_NAME, RemoteCall, dispatch_with_context, extract_ray_context,
     inject_ray_context, traced_remote_call, traced_remote_call_with_tracer,
@@ -82,79 +80,3 @@ pub use ray::{
 pub use response::{CallEnd, ResponseBody, ResponseFuture};
 pub use server::{ServerLayer, ServerService};
 pub use status::SpanSide;
-
-/// The instrumentation scope of the client and server spans.
-pub const TRACER_NAME: &str = "lens-tonic";
-
-/// Injects `cx` into gRPC metadata with lens's process-wide propagator.
-pub fn inject_metadata(cx: &Context, metadata: &mut MetadataMap) {
-    lens_core::propagator().inject_context(cx, &mut MetadataCarrier(metadata));
-}
-
-/// Extracts the Context in gRPC metadata with lens's process-wide propagator, starting from an
-/// empty Context (docs/propagation-rules.md#extract-and-inject).
-pub fn extract_metadata(metadata: &MetadataMap) -> Context {
-    lens_core::extract_context(&MetadataCarrier(metadata))
-}
-
-/// A gRPC method from its request path `/{package.Service}/{Method}`.
-///
-/// ```
-/// use lens_tonic::GrpcMethod;
-///
-/// let m = GrpcMethod::from_path("/helloworld.Greeter/SayHello");
-/// assert_eq!(m.span_name(), "helloworld.Greeter/SayHello");
-/// assert_eq!(m.service(), Some("helloworld.Greeter"));
-/// assert_eq!(m.method(), Some("SayHello"));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GrpcMethod<'a> {
-    path: &'a str,
-    service: Option<&'a str>,
-    method: Option<&'a str>,
-}
-
-impl<'a> GrpcMethod<'a> {
-    /// Parses a request path; a path that is not `/{service}/{method}` keeps no service or method.
-    pub fn from_path(path: &'a str) -> Self {
-        let parts = path
-            .strip_prefix('/')
-            .and_then(|rest| rest.split_once('/'))
-            .filter(|(s, m)| !s.is_empty() && !m.is_empty() && !m.contains('/'));
-        GrpcMethod {
-            path,
-            service: parts.map(|(s, _)| s),
-            method: parts.map(|(_, m)| m),
-        }
-    }
-
-    /// The fully qualified service name (`package.Service`).
-    pub fn service(&self) -> Option<&'a str> {
-        self.service
-    }
-
-    /// The method name.
-    pub fn method(&self) -> Option<&'a str> {
-        self.method
-    }
-
-    /// The span name: `{package.Service}/{Method}`, or the path for a path of another shape
-    /// (`grpc` when it is empty).
-    pub fn span_name(&self) -> Cow<'static, str> {
-        let name = self.full_name();
-        if name.is_empty() {
-            Cow::Borrowed("grpc")
-        } else {
-            Cow::Owned(name.to_owned())
-        }
-    }
-
-    /// `{package.Service}/{Method}` (the path without its leading `/`).
-    pub fn full_name(&self) -> &'a str {
-        self.path.strip_prefix('/').unwrap_or(self.path)
-    }
-
-    fn push_attributes(&self, conventions: RpcConventions, attributes: &mut Vec<KeyValue>) {
-        conventions.push_method(attributes, self.service, self.method, self.full_name());
-    }
-}

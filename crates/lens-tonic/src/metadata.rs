@@ -1,9 +1,22 @@
-//! gRPC metadata ([`tonic::metadata::MetadataMap`]) as a propagation carrier (docs/propagation-rules.md#carriers).
+//! gRPC metadata ([`tonic::metadata::MetadataMap`]) as a propagation carrier (docs/propagation-rules.md#carriers),
+//! and a Context injected into it and extracted from it.
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use lens_core::{BAGGAGE_HEADER, TRACEPARENT_HEADER, TRACESTATE_HEADER};
-use opentelemetry::propagation::{Extractor, Injector};
+use opentelemetry::Context;
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use tonic::metadata::MetadataMap;
+
+/// Injects `cx` into gRPC metadata with lens's process-wide propagator.
+pub fn inject_metadata(cx: &Context, metadata: &mut MetadataMap) {
+    lens_core::propagator().inject_context(cx, &mut MetadataCarrier(metadata));
+}
+
+/// Extracts the Context in gRPC metadata with lens's process-wide propagator, starting from an
+/// empty Context (docs/propagation-rules.md#extract-and-inject).
+pub fn extract_metadata(metadata: &MetadataMap) -> Context {
+    lens_core::extract_context(&MetadataCarrier(metadata))
+}
 
 /// gRPC request metadata as a carrier: names case-insensitive, every line of a name read.
 ///

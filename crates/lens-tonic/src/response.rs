@@ -14,8 +14,7 @@ use lens_span::{BodyEnd, LiveSpan, Responder, TracedBody, poll_in};
 use pin_project_lite::pin_project;
 use tonic::Code;
 
-use crate::ResponseInfo;
-use crate::call::Grpc;
+use crate::adapter::{Grpc, ResponseInfo};
 use crate::status::{SpanSide, code_from_http_status, decode_message, grpc_status};
 
 /// How a call's span ends: from the gRPC status, classified for its side.

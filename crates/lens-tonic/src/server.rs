@@ -11,7 +11,7 @@ use lens_span::metrics::Instruments;
 use opentelemetry::KeyValue;
 use tower_service::Service;
 
-use crate::RequestInfo;
+use crate::adapter::RequestInfo;
 use crate::call::{CallConfig, layer_and_service, push_server_address};
 use crate::response::ResponseFuture;
 use crate::status::SpanSide;
@@ -114,7 +114,7 @@ impl<S, B, ResB> Service<http::Request<B>> for ServerService<S>
 where
     S: Service<http::Request<B>, Response = http::Response<ResB>>,
 {
-    type Response = http::Response<crate::ResponseBody<ResB>>;
+    type Response = http::Response<crate::response::ResponseBody<ResB>>;
     type Error = S::Error;
     type Future = ResponseFuture<S::Future>;
 

@@ -4,13 +4,15 @@
 use lens_core::Limits;
 use lens_core::carrier::{Carrier, CarrierField};
 use lens_span::messaging::{
-    ConsumerParent, DestinationPolicy, MessagingErrors, Operation, OperationStatus, OperationType,
+    ConsumerParent, DestinationPolicy, Operation, OperationStatus, OperationType,
 };
 use lens_span::metrics::Instruments;
 use lens_span::{LiveSpan, SpanOptions};
 use opentelemetry::{Context, ContextGuard};
 
-use crate::{MessageInfo, SYSTEM, Zmq};
+use crate::adapter::{MessageInfo, Zmq};
+use crate::attributes::SYSTEM;
+use crate::span_end;
 
 /// The knobs of the receiving side. [`Consumer::process_frames`] and [`Consumer::process_field`]
 /// start one message's `process` span from what it carried; the message itself is never
@@ -198,26 +200,16 @@ impl Processing<'_> {
 
     /// Records that handling the message failed and ends the span.
     pub fn fail(mut self, error_type: &'static str, error: &dyn std::fmt::Display) {
-        self.finish(OperationStatus::Failed {
-            error_type: error_type.into(),
-            description: error.to_string(),
-        });
-    }
-
-    fn finish(&mut self, status: OperationStatus) {
-        if let Some(mut span) = self.span.take() {
-            self.consumer.options.responder().respond(
-                &mut span,
-                &status,
-                &status,
-                &MessagingErrors,
-            );
-        }
+        span_end::finish(
+            &self.consumer.options,
+            &mut self.span,
+            span_end::failed(error_type, error),
+        );
     }
 }
 
 impl Drop for Processing<'_> {
     fn drop(&mut self) {
-        self.finish(OperationStatus::Ok);
+        span_end::finish(&self.consumer.options, &mut self.span, OperationStatus::Ok);
     }
 }

@@ -66,12 +66,17 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod adapter;
+mod attributes;
 mod consumer;
 pub mod frame;
 mod producer;
 #[cfg(feature = "zmq")]
 mod socket;
+mod span_end;
 
+pub use adapter::MessageInfo;
+pub use attributes::SYSTEM;
 pub use consumer::{Consumer, Processing};
 pub use lens_span::FilterDecision;
 pub use lens_span::classify::{Classify, Failure, Outcome};
@@ -80,34 +85,6 @@ pub use producer::{Producer, Sending};
 #[cfg(feature = "zmq")]
 #[cfg_attr(docsrs, doc(cfg(feature = "zmq")))]
 pub use socket::Received;
-
-/// `messaging.system` of every span lens-zmq makes. The conventions register no value for
-/// ZeroMQ; lens uses the project's own name, lowercase, as the registered values are
-/// (`rabbitmq`, `kafka`) and as the `zmq` / `zeromq` libraries are named.
-pub const SYSTEM: &str = "zeromq";
-
-/// What the hooks of lens-zmq see of one message (`with_filter`, `with_span_name`,
-/// `with_request_attributes`).
-#[derive(Clone, Copy, Debug)]
-#[non_exhaustive]
-pub struct MessageInfo<'a> {
-    /// The destination: the name both sides give the channel.
-    pub destination: &'a str,
-    /// The payload's size in bytes, when known.
-    pub body_size: Option<usize>,
-    /// Which operation (`send` or `process`).
-    pub operation: OperationType,
-}
-
-/// lens-zmq as a lens-span adapter: what its hooks and its classifier see.
-#[derive(Debug)]
-pub(crate) struct Zmq;
-
-impl lens_span::Adapter for Zmq {
-    type Request<'a> = MessageInfo<'a>;
-    type Response<'a> = OperationStatus;
-    type Status = OperationStatus;
-}
 
 /// docs/zeromq.md's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -3,13 +3,15 @@
 
 use lens_core::OutboundPolicy;
 use lens_core::carrier::{Carrier, CarrierField};
-use lens_span::messaging::{MessagingErrors, Operation, OperationStatus, OperationType};
+use lens_span::messaging::{Operation, OperationStatus, OperationType};
 use lens_span::metrics::Instruments;
 use lens_span::{LiveSpan, MessageCarrier, SpanOptions};
 use opentelemetry::Context;
 use opentelemetry::propagation::Injector;
 
-use crate::{MessageInfo, SYSTEM, Zmq};
+use crate::adapter::{MessageInfo, Zmq};
+use crate::attributes::SYSTEM;
+use crate::span_end;
 
 /// The knobs of the sending side. [`Producer::start_send`] starts one message's `send` span;
 /// its [`Sending`] writes the context frame or the carrier field, and ends the span once the
@@ -187,26 +189,16 @@ impl Sending<'_> {
     /// Records that sending failed (`error_type` is a low-cardinality name for why, the
     /// description the error's text) and ends the span.
     pub fn fail(mut self, error_type: &'static str, error: &dyn std::fmt::Display) {
-        self.finish(OperationStatus::Failed {
-            error_type: error_type.into(),
-            description: error.to_string(),
-        });
-    }
-
-    fn finish(&mut self, status: OperationStatus) {
-        if let Some(mut span) = self.span.take() {
-            self.producer.options.responder().respond(
-                &mut span,
-                &status,
-                &status,
-                &MessagingErrors,
-            );
-        }
+        span_end::finish(
+            &self.producer.options,
+            &mut self.span,
+            span_end::failed(error_type, error),
+        );
     }
 }
 
 impl Drop for Sending<'_> {
     fn drop(&mut self) {
-        self.finish(OperationStatus::Ok);
+        span_end::finish(&self.producer.options, &mut self.span, OperationStatus::Ok);
     }
 }

@@ -1,7 +1,8 @@
 //! The `zmq` crate (libzmq) integration (feature `zmq`): a traced `send_multipart` and
 //! `recv_multipart` for any socket type: PUSH/PULL, PUB/SUB, DEALER/ROUTER, PAIR.
 
-use crate::{Consumer, Processing, Producer};
+use crate::consumer::{Consumer, Processing};
+use crate::producer::Producer;
 
 impl Producer {
     /// Sends `frames` on `socket` as one multipart message to `destination`, in a `send` span,

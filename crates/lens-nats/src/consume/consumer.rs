@@ -10,7 +10,11 @@ use lens_span::metrics::Instruments;
 use super::shared::Shared;
 use super::stream::{ConsumerShared, TracedMessages, TracedStream, TracedSubscriber};
 use super::subscription::Subscription;
-use crate::{Broker, MessageInfo, Nats, Server};
+use crate::adapter::{MessageInfo, Nats};
+use crate::broker::Broker;
+use crate::inbox::inbox_prefix;
+use crate::names::Names;
+use crate::server::Server;
 
 /// The knobs of the consumer side; [`Consumer::subscriber`], [`Consumer::messages`] and
 /// [`Consumer::receive`] wrap what async-nats gives.
@@ -37,7 +41,7 @@ pub struct Consumer {
     options: SpanOptions<Nats, DestinationPolicy>,
     parent: ConsumerParent,
     server: Option<Server>,
-    names: crate::Names,
+    names: Names,
 }
 
 impl std::fmt::Debug for Consumer {
@@ -70,7 +74,7 @@ impl Consumer {
             options,
             parent: ConsumerParent::default(),
             server: None,
-            names: crate::Names::default(),
+            names: Names::default(),
         }
     }
 
@@ -125,7 +129,7 @@ impl Consumer {
             options: self.options.clone(),
             parent: self.parent,
             broker: Broker::new(client, self.server.clone()),
-            inbox_prefix: crate::inbox_prefix(client),
+            inbox_prefix: inbox_prefix(client),
             names: self.names.clone(),
             subscription,
         })

@@ -37,11 +37,11 @@ impl NatsMessage for async_nats::jetstream::Message {
     fn annotate(&self, span: &mut LiveSpan) {
         if let Ok(info) = self.info() {
             span.set_attribute(KeyValue::new(
-                crate::STREAM,
+                crate::attributes::STREAM,
                 StringValue::from(info.stream.to_owned()),
             ));
             span.set_attribute(KeyValue::new(
-                crate::SEQUENCE,
+                crate::attributes::SEQUENCE,
                 i64::try_from(info.stream_sequence).unwrap_or(i64::MAX),
             ));
         }

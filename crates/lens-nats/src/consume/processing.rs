@@ -18,7 +18,8 @@ use opentelemetry::trace::{Link, TraceContextExt as _};
 
 use super::message::NatsMessage;
 use super::shared::Shared;
-use crate::{MessageInfo, NatsHeaders};
+use crate::adapter::MessageInfo;
+use crate::carrier::NatsHeaders;
 
 /// A message as it was delivered (`Deref` to async-nats's own type, unchanged), with its
 /// CONSUMER `process` span: current inside [`Processing::in_span`], ended exactly once, when

@@ -18,7 +18,9 @@ use super::consumer::Consumer;
 use super::processing::Processing;
 use super::shared::Shared;
 use super::subscription::Subscription;
-use crate::{MessageInfo, NatsHeaders, ReceiveError};
+use crate::adapter::MessageInfo;
+use crate::carrier::NatsHeaders;
+use crate::error::ReceiveError;
 
 impl Consumer {
     /// Pulls a batch as one `receive` operation: `pull` is the not yet awaited

@@ -4,7 +4,7 @@ use async_nats::jetstream::AckKind;
 use lens_span::messaging::{OperationStatus, OperationType};
 
 use super::processing::Processing;
-use crate::MessageInfo;
+use crate::adapter::MessageInfo;
 
 /// The settlement of a JetStream message, each a CLIENT `settle` span under the `process`
 /// span (`ack orders`, `nak orders`, `term orders`).

@@ -6,7 +6,11 @@ use lens_span::messaging::{
 use lens_span::{LiveSpan, SpanOptions};
 
 use super::subscription::Subscription;
-use crate::{Broker, Nats, SYSTEM};
+use crate::adapter::Nats;
+use crate::attributes::SYSTEM;
+use crate::broker::Broker;
+use crate::inbox::is_temporary;
+use crate::names::Names;
 
 /// What every wrapper of one consumer reads (never written after it is built: no lock).
 #[derive(Debug)]
@@ -15,7 +19,7 @@ pub(super) struct Shared {
     pub(super) parent: ConsumerParent,
     pub(super) broker: Broker,
     pub(super) inbox_prefix: String,
-    pub(super) names: crate::Names,
+    pub(super) names: Names,
     pub(super) subscription: Subscription,
 }
 
@@ -30,7 +34,7 @@ impl Shared {
         // Set field by field (each `with_*` would move the whole operation).
         let mut operation = Operation::new(SYSTEM, name, kind);
         operation.destination = Some(destination);
-        operation.temporary = crate::is_temporary(&self.inbox_prefix, destination);
+        operation.temporary = is_temporary(&self.inbox_prefix, destination);
         operation.destination_in_metrics = self.names.subjects_in_metrics;
         operation.template = self
             .names

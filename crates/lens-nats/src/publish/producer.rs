@@ -11,7 +11,11 @@ use lens_span::metrics::Instruments;
 use super::client::TracedClient;
 use super::jetstream::TracedJetStream;
 use super::shared::Shared;
-use crate::{Broker, MessageInfo, Nats, Server};
+use crate::adapter::{MessageInfo, Nats};
+use crate::broker::Broker;
+use crate::inbox::inbox_prefix;
+use crate::names::Names;
+use crate::server::Server;
 
 /// The knobs of the producer side; [`Producer::client`] and [`Producer::jetstream`] wrap an
 /// async-nats client or JetStream context the user already built.
@@ -58,7 +62,7 @@ use crate::{Broker, MessageInfo, Nats, Server};
 pub struct Producer {
     options: SpanOptions<Nats, OutboundDestinationPolicy>,
     server: Option<Server>,
-    names: crate::Names,
+    names: Names,
 }
 
 impl std::fmt::Debug for Producer {
@@ -87,7 +91,7 @@ impl Producer {
         Producer {
             options,
             server: None,
-            names: crate::Names::default(),
+            names: Names::default(),
         }
     }
 
@@ -143,7 +147,7 @@ impl Producer {
         Arc::new(Shared {
             broker: Broker::new(client, self.server),
             names: self.names,
-            inbox_prefix: crate::inbox_prefix(client),
+            inbox_prefix: inbox_prefix(client),
             options: self.options,
         })
     }

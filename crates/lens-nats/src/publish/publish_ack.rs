@@ -51,14 +51,17 @@ impl std::future::IntoFuture for TracedPublishAck {
                 Ok(ack) => {
                     if let Some(span) = &mut span {
                         span.set_attribute(KeyValue::new(
-                            crate::STREAM,
+                            crate::attributes::STREAM,
                             StringValue::from(ack.stream.clone()),
                         ));
                         span.set_attribute(KeyValue::new(
-                            crate::SEQUENCE,
+                            crate::attributes::SEQUENCE,
                             i64::try_from(ack.sequence).unwrap_or(i64::MAX),
                         ));
-                        span.set_attribute(KeyValue::new(crate::DUPLICATE, ack.duplicate));
+                        span.set_attribute(KeyValue::new(
+                            crate::attributes::DUPLICATE,
+                            ack.duplicate,
+                        ));
                     }
                     OperationStatus::Ok
                 }

@@ -12,7 +12,13 @@ use opentelemetry::Context;
 use opentelemetry::propagation::TextMapPropagator as _;
 use opentelemetry::trace::{Link, SpanContext, TraceContextExt as _};
 
-use crate::{Broker, MessageInfo, Nats, NatsHeaders, SYSTEM, Server};
+use crate::adapter::{MessageInfo, Nats};
+use crate::attributes::SYSTEM;
+use crate::broker::Broker;
+use crate::carrier::NatsHeaders;
+use crate::inbox::is_temporary;
+use crate::names::Names;
+use crate::server::Server;
 
 /// What every traced publish of one wrapper reads (never written after it is built: no lock).
 #[derive(Debug)]
@@ -20,7 +26,7 @@ pub(super) struct Shared {
     pub(super) options: SpanOptions<Nats, OutboundDestinationPolicy>,
     pub(super) broker: Broker,
     pub(super) inbox_prefix: String,
-    pub(super) names: crate::Names,
+    pub(super) names: Names,
 }
 
 impl Shared {
@@ -82,7 +88,7 @@ impl Shared {
         // Set field by field (each `with_*` would move the whole operation).
         let mut operation = Operation::new(SYSTEM, "send", OperationType::Send);
         operation.destination = Some(subject);
-        operation.temporary = crate::is_temporary(&self.inbox_prefix, subject);
+        operation.temporary = is_temporary(&self.inbox_prefix, subject);
         operation.destination_in_metrics = self.names.subjects_in_metrics;
         operation.template = self.names.templates.template_for(subject);
         operation.body_size = self.names.body_size.then_some(payload.len());

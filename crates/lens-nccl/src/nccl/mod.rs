@@ -37,7 +37,8 @@ use cudarc::driver::{DriverError, PinnedHostSlice};
 use cudarc::nccl::{group_end, group_start};
 use opentelemetry::Context;
 
-use crate::{FrameCodec, FrameEncoding, FrameError};
+use crate::error::FrameError;
+use crate::frame::{FrameCodec, FrameEncoding};
 
 /// What went wrong with an NCCL transfer.
 #[derive(Debug, thiserror::Error)]

@@ -10,8 +10,8 @@ use lens_nccl::nccl::cudarc::driver::{CudaStream, DeviceRepr, DriverError, Valid
 use lens_nccl::nccl::cudarc::nccl::result::NcclError as NcclResultError;
 use lens_nccl::nccl::{self, Comm, Id, NcclError, NcclType};
 
-use crate::collective::check_root;
-use crate::{Collective, DistError};
+use crate::collective::{Collective, check_root};
+use crate::error::DistError;
 
 const BACKEND: &str = "NCCL";
 
