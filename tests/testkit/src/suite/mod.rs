@@ -21,10 +21,10 @@
 //!   caller's error (HTTP 404, gRPC `NOT_FOUND`) a failure with `error.type` [`CLASSIFIED_ERROR`]
 //!   and nothing else one, and the failure hook adds [`FAILURE_ATTRIBUTE`] = the `error.type`;
 //! - with [`Setup::metrics`] the adapter records its metrics with a meter of the suite's
-//!   [`Metrics`] (the macro's last argument, [`metrics_for`]) and every opt-in instrument it has
-//!   on (HTTP: body sizes; HTTP servers: active requests); the harness reports what was
-//!   collected once the call is over ([`Observed::metrics`]) and the bytes of the response body
-//!   the caller received ([`Observed::response_bytes`], HTTP);
+//!   [`Metrics`](crate::metrics::Metrics) (the macro's last argument, [`metrics_for`]) and
+//!   every opt-in instrument it has on (HTTP: body sizes; HTTP servers: active requests); the
+//!   harness reports what was collected once the call is over ([`Observed::metrics`]) and the
+//!   bytes of the response body the caller received ([`Observed::response_bytes`], HTTP);
 //! - [`Respond::Cancel`]: the peer sends a first part and then nothing; the caller reads the
 //!   first part and goes away (drops the response or the stream).
 //!
