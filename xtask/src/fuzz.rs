@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use crate::{Failure, Result, cargo, run, show, workspace_root};
+use crate::failure::{Failure, Result};
+use crate::run::{run, show};
+use crate::workspace::{cargo, workspace_root};
 
 pub(crate) const HELP: &str = "\
 usage: cargo xtask fuzz [--seconds N | --replay | --minimize] [TARGET...]

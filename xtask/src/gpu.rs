@@ -18,7 +18,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{Failure, Result, cargo, run};
+use crate::failure::{Failure, Result};
+use crate::run::run;
+use crate::workspace::cargo;
 
 pub(crate) const GPU_TEST_HELP: &str = "\
 usage: cargo xtask gpu-test [--build-only | --run-prebuilt DIR]
@@ -92,7 +94,7 @@ pub(crate) fn gpu_test(args: &[String]) -> Result {
             build_tests()?;
             run_prebuilt_test(&gpu_dir())
         }
-        [flag] if crate::is_help(flag) => {
+        [flag] if crate::usage::is_help(flag) => {
             println!("{GPU_TEST_HELP}");
             Ok(())
         }
@@ -100,7 +102,7 @@ pub(crate) fn gpu_test(args: &[String]) -> Result {
             build_tests()?;
             build("bench", &BENCH)?;
             let dir = gpu_dir();
-            let script = crate::workspace_root().join("scripts/nccl-gpu-test.sh");
+            let script = crate::workspace::workspace_root().join("scripts/nccl-gpu-test.sh");
             copy(&script, &dir.join("nccl-gpu-test.sh"))?;
             println!(
                 "\nGPU binaries in {}: carry that folder, then run `./nccl-gpu-test.sh` in it",
@@ -121,7 +123,7 @@ pub(crate) fn gpu_bench(args: &[String]) -> Result {
         Some(i) => (&args[..i], &args[i + 1..]),
         None => (args, &[][..]),
     };
-    if ours.iter().any(|a| crate::is_help(a)) {
+    if ours.iter().any(|a| crate::usage::is_help(a)) {
         println!("{GPU_BENCH_HELP}");
         return Ok(());
     }
@@ -198,8 +200,8 @@ fn build(kind: &str, target: &Target) -> Result {
 /// The cargo target directory: `CARGO_TARGET_DIR` if set, else `<workspace>/target`.
 fn target_dir() -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) if !dir.is_empty() => crate::workspace_root().join(dir),
-        _ => crate::workspace_root().join("target"),
+        Some(dir) if !dir.is_empty() => crate::workspace::workspace_root().join(dir),
+        _ => crate::workspace::workspace_root().join("target"),
     }
 }
 

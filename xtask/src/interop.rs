@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{Failure, Result, cargo, run, workspace_root};
+use crate::failure::{Failure, Result};
+use crate::run::run;
+use crate::workspace::{cargo, workspace_root};
 
 pub(crate) const HELP: &str = "\
 usage: cargo xtask interop [--only SCENARIO]
@@ -75,7 +77,7 @@ pub(crate) struct Python {
 pub(crate) fn interop(args: &[String]) -> Result {
     let only = match args {
         [] => None,
-        [arg] if crate::is_help(arg) => {
+        [arg] if crate::usage::is_help(arg) => {
             println!("{HELP}");
             return Ok(());
         }
@@ -389,7 +391,8 @@ pub(crate) fn venv_hash(requirements: &[u8], python: &Path) -> u64 {
 pub(crate) fn target_dir() -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
         Some(dir) => workspace_root().join(dir),
-        None => crate::metadata_target_dir().unwrap_or_else(|| workspace_root().join("target")),
+        None => crate::workspace::metadata_target_dir()
+            .unwrap_or_else(|| workspace_root().join("target")),
     }
 }
 
@@ -398,7 +401,7 @@ pub(crate) fn target_dir() -> PathBuf {
 
 /// Runs `command` with inherited output, echoing it first; kills it after `timeout`.
 pub(crate) fn run_bounded(name: &str, mut command: Command, timeout: Duration) -> Result {
-    let shown = crate::show(&command);
+    let shown = crate::run::show(&command);
     println!("\n==> [{name}] {shown}");
     let child = command
         .spawn()

@@ -603,7 +603,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
-    use crate::workspace_root;
+    use crate::workspace::workspace_root;
 
     fn sources(files: &[(&str, &str)]) -> Sources {
         files

@@ -4,7 +4,10 @@
 //! takes hours, so it is run in pieces (`-- --re <file>`). Surviving mutants are listed, with the
 //! reason each is equivalent, in docs/mutants.md.
 
-use crate::{Failure, Result, USAGE, cargo, is_help, run};
+use crate::failure::{Failure, Result};
+use crate::run::run;
+use crate::usage::{USAGE, is_help};
+use crate::workspace::cargo;
 
 const MUTANTS_HELP: &str = "\
 usage: cargo xtask mutants [-- CARGO-MUTANTS-ARGS...]

@@ -7,7 +7,10 @@
 
 use std::path::PathBuf;
 
-use crate::{Failure, Result, cargo, is_help, metadata_target_dir, run, workspace_root};
+use crate::failure::{Failure, Result};
+use crate::run::run;
+use crate::usage::is_help;
+use crate::workspace::{cargo, metadata_target_dir, workspace_root};
 
 pub(crate) const HELP: &str = "\
 usage: cargo xtask public-api [--bless]

@@ -115,7 +115,7 @@ fn tracked_text_files(root: &Path) -> Result<Vec<(String, String)>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workspace_root;
+    use crate::workspace::workspace_root;
 
     fn rules_doc() -> String {
         let doc = std::fs::read_to_string(workspace_root().join(RULES_DOC)).unwrap_or_default();

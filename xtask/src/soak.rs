@@ -10,7 +10,9 @@
 //!    --max-traces 200`; fails on a span not received or not accounted for, resident memory
 //!    over its bound, or `GET /api/traces` over 100 ms at p95 while loaded.
 
-use crate::{Failure, Result, cargo, metadata_target_dir, run};
+use crate::failure::{Failure, Result};
+use crate::run::run;
+use crate::workspace::{cargo, metadata_target_dir};
 
 pub(crate) const HELP: &str = "\
 usage: cargo xtask soak [--seconds N] [--concurrency C] [--fault-seconds M] [--load-seconds L]

@@ -17,8 +17,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::failure::{Failure, Result};
 use crate::interop::{run_bounded, target_dir, venv_python, wait_bounded};
-use crate::{Failure, Result, cargo, run};
+use crate::run::run;
+use crate::workspace::cargo;
 
 pub(crate) const HELP: &str = "\
 usage: cargo xtask w3c --harness DIR [--level2 FILE...] [--venv DIR] [-- TEST-PY-ARGS...]
@@ -181,7 +183,7 @@ pub(crate) fn w3c(args: &[String]) -> Result {
             .env("STRICT_LEVEL", "2")
             .env("PYTHONUNBUFFERED", "1")
             .env("PYTHONPATH", python_path(&harness));
-        println!("\n==> [w3c {name}] {}", crate::show(&command));
+        println!("\n==> [w3c {name}] {}", crate::run::show(&command));
         let child = command
             .stdin(Stdio::null())
             .spawn()
@@ -371,7 +373,7 @@ impl Service {
             .args(["w3c-service", "--listen", "127.0.0.1:0"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped());
-        println!("\n==> [w3c service] {}", crate::show(&command));
+        println!("\n==> [w3c service] {}", crate::run::show(&command));
         let mut child = command
             .spawn()
             .map_err(|e| Failure::Step(format!("w3c: cannot start {}: {e}", lens.display())))?;

@@ -17,7 +17,7 @@ use opentelemetry::trace::{TraceId, Tracer};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
 use tokio::task::JoinHandle;
 
-use crate::SoakError;
+use crate::error::SoakError;
 
 /// Name of the front SERVER span.
 pub const FRONT_SPAN: &str = "GET /front";

@@ -26,6 +26,7 @@
 
 mod chain;
 mod error;
+mod nonce;
 mod otlp;
 mod rss;
 mod soak;
@@ -47,12 +48,3 @@ pub use watch_load::{
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
-
-/// A run's nonce: the high half of its trace ids (never zero, so that no trace id is all zeros).
-fn nonce() -> u64 {
-    use std::hash::{BuildHasher, RandomState};
-    let time = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    RandomState::new().hash_one(time) | 1
-}

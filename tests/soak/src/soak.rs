@@ -9,9 +9,10 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
 
 use crate::chain::{Chain, Outcome, RequestId, send};
+use crate::error::SoakError;
+use crate::nonce::nonce;
 use crate::rss::resident_bytes;
 use crate::tally::{SPANS_PER_REQUEST, SpanTally, TallyCounts};
-use crate::{SoakError, nonce};
 
 /// Options of [`run_soak`].
 #[derive(Clone, Debug, PartialEq, Eq)]

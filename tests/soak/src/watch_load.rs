@@ -27,7 +27,7 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::logs::{BatchLogProcessor, SdkLoggerProvider};
 use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
 
-use crate::SoakError;
+use crate::error::SoakError;
 
 /// Spans in each trace sent: a SERVER root, an INTERNAL child, a CLIENT grandchild.
 pub const SPANS_PER_TRACE: u64 = 3;

@@ -58,6 +58,3 @@ pub use describe::{
     check_extract, describe,
 };
 pub use vectors::{Case, b64, cases, cases_of, pairs};
-
-#[doc(hidden)]
-pub use opentelemetry as __otel;
