@@ -1,4 +1,5 @@
-//! The workspace xtask works in: its root, `cargo` commands run there, its target dir.
+//! The workspace xtask works in: its root, its crates, `cargo` commands run there, its target
+//! dir.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,30 @@ pub(crate) fn cargo(args: &[&str]) -> Command {
     let mut command = Command::new(program);
     command.args(args).current_dir(workspace_root());
     command
+}
+
+/// Where the workspace's crates are, relative to its root: each folder under these holding a
+/// `src/` is a crate, checked for every rule (a new crate is checked without being listed).
+#[cfg(test)] // read by the layout check, a test
+pub(crate) const CRATE_FOLDERS: &[&str] = &["crates", "tests"];
+
+/// Every crate of the workspace with a `src/` (under [`CRATE_FOLDERS`], and `xtask`), relative to
+/// the workspace root, sorted.
+#[cfg(test)]
+pub(crate) fn workspace_crates(root: &Path) -> Result<Vec<String>, String> {
+    let mut crates = vec!["xtask".to_owned()];
+    for folder in CRATE_FOLDERS {
+        let entries = std::fs::read_dir(root.join(folder))
+            .map_err(|e| format!("{folder}: cannot list it: {e}"))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("{folder}: {e}"))?;
+            if entry.path().join("src").is_dir() {
+                crates.push(format!("{folder}/{}", entry.file_name().to_string_lossy()));
+            }
+        }
+    }
+    crates.sort();
+    Ok(crates)
 }
 
 #[cfg(test)]
