@@ -43,12 +43,7 @@ pub(super) fn seconds(
     name: &'static str,
     description: &'static str,
 ) -> Histogram<f64> {
-    meter
-        .f64_histogram(name)
-        .with_unit("s")
-        .with_description(description)
-        .with_boundaries(DURATION_BUCKETS_S.to_vec())
-        .build()
+    histogram(meter, name, description, "s", &DURATION_BUCKETS_S)
 }
 
 pub(super) fn milliseconds(
@@ -56,11 +51,22 @@ pub(super) fn milliseconds(
     name: &'static str,
     description: &'static str,
 ) -> Histogram<f64> {
+    histogram(meter, name, description, "ms", &DURATION_BUCKETS_MS)
+}
+
+/// A duration histogram in `unit` with `buckets` as its boundaries.
+fn histogram(
+    meter: &Meter,
+    name: &'static str,
+    description: &'static str,
+    unit: &'static str,
+    buckets: &[f64],
+) -> Histogram<f64> {
     meter
         .f64_histogram(name)
-        .with_unit("ms")
+        .with_unit(unit)
         .with_description(description)
-        .with_boundaries(DURATION_BUCKETS_MS.to_vec())
+        .with_boundaries(buckets.to_vec())
         .build()
 }
 
